@@ -1,0 +1,50 @@
+"""The contract between the renderer (what should exist) and the planner (what to do about it).
+
+`render.desired_state(spec, ...)` returns a `Desired`; `plan.plan(desired, observed, ...)` consumes
+it. Both are pure: no cluster access, no clocks, no randomness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .naming import ShardId
+
+Manifest = dict[str, Any]
+
+
+class PVCPolicy(StrEnum):
+    RETAIN = "Retain"
+    DELETE = "Delete"
+
+
+@dataclass(frozen=True)
+class DesiredPool:
+    """One pool in one cell: how many replicas, and how to build the pod and PVC for any index.
+
+    `pod(i)` carries the `multigres.com/spec-hash` annotation; `pvc(i)` carries no ownerReference,
+    which the planner adds or removes according to `when_deleted`.
+    """
+
+    pool: str
+    cell: str
+    replicas: int
+    spec_hash: str
+    storage_size: str
+    when_scaled: PVCPolicy
+    when_deleted: PVCPolicy
+    pod: Callable[[int], Manifest] = field(compare=False, repr=False)
+    pvc: Callable[[int], Manifest] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Desired:
+    shard: ShardId
+    namespace: str
+    # Everything except pool pods and data PVCs: headless Services, PDBs, ConfigMaps, the backup
+    # PVCs, MultiOrch Deployments and Services, pgBackRest TLS objects. Applied when they differ.
+    objects: tuple[Manifest, ...]
+    pools: tuple[DesiredPool, ...]

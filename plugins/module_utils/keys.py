@@ -1,0 +1,113 @@
+"""Every label key, annotation key, state, role and finalizer used by the collection and the agent.
+
+This is the one place these strings are spelled. Keys shared with the Go multigres operator use its
+exact spelling (shared/reference/multigres-contract.md §3.2, §3.3) so the two can read each other's
+objects; keys of our own live under pools.multigres.com.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+# --- our API -------------------------------------------------------------------------------------
+API_GROUP = "pools.multigres.com"
+API_VERSION = "v1alpha1"
+API_GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
+SHARD_KIND = "MultigresShard"
+SHARD_PLURAL = "multigresshards"
+SHARD_SHORT_NAME = "mgs"
+
+# One server-side-apply field manager for every object we own; status uses its own manager so a
+# spec apply never takes ownership of status fields (and vice versa).
+FIELD_MANAGER = "multigres-pools"
+STATUS_FIELD_MANAGER = "multigres-pools-status"
+AGENT_FIELD_MANAGER = "multigres-pools-agent"
+
+# --- labels (contract §3.2) ----------------------------------------------------------------------
+LABEL_APP_NAME = "app.kubernetes.io/name"
+LABEL_APP_INSTANCE = "app.kubernetes.io/instance"
+LABEL_APP_COMPONENT = "app.kubernetes.io/component"
+LABEL_APP_PART_OF = "app.kubernetes.io/part-of"
+LABEL_APP_MANAGED_BY = "app.kubernetes.io/managed-by"
+
+LABEL_CLUSTER = "multigres.com/cluster"
+LABEL_DATABASE = "multigres.com/database"
+LABEL_TABLEGROUP = "multigres.com/tablegroup"
+LABEL_SHARD = "multigres.com/shard"
+LABEL_POOL = "multigres.com/pool"
+LABEL_CELL = "multigres.com/cell"
+LABEL_ROLE = "multigres.com/role"
+LABEL_ZONE = "multigres.com/zone"
+LABEL_REGION = "multigres.com/region"
+# Ours: the replica index of a pool pod or data PVC, so the planner never parses names.
+LABEL_INDEX = "pools.multigres.com/index"
+
+APP_NAME = "multigres"
+PART_OF = "multigres"
+MANAGED_BY = "multigres-operator"
+COMPONENT_POOL = "shard-pool"
+COMPONENT_MULTIORCH = "multiorch"
+COMPONENT_BACKUP = "shard-backup"
+COMPONENT_CONFIG = "shard-config"
+
+# --- annotations (contract §3.3) -----------------------------------------------------------------
+ANN_DRAIN_STATE = "drain.multigres.com/state"
+ANN_DRAIN_REQUESTED_AT = "drain.multigres.com/requested-at"
+ANN_SPEC_HASH = "multigres.com/spec-hash"
+ANN_POSTGRES_CONFIG_HASH = "multigres.com/postgres-config-hash"
+ANN_PROJECT_REF = "multigres.com/project-ref"
+
+# Ours. Why the engine asked for the drain (one of DrainReason), written with `requested`.
+ANN_DRAIN_REASON = "drain.multigres.com/reason"
+# Written by the agent: why the current step cannot advance (empty when it can).
+ANN_DRAIN_BLOCKED = "drain.multigres.com/blocked-reason"
+# Written by the agent when it entered the current state (drives DrainStalled).
+ANN_DRAIN_STATE_SINCE = "drain.multigres.com/state-since"
+# Set by a human to force the current drain step; value is the state being forced past.
+ANN_DRAIN_FORCE = "drain.multigres.com/force"
+# Set by the engine on the primary before it is drained in a rolling update.
+ANN_SWITCHOVER = "pools.multigres.com/switchover"
+# On the MultigresShard: agent's backup verdict (JSON) and topology-cleanup handshake on delete.
+ANN_BACKUP_HEALTH = "pools.multigres.com/backup-health"
+ANN_TOPOLOGY_CLEANUP = "pools.multigres.com/topology-cleanup"
+ANN_TOPOLOGY_CLEANUP_REQUESTED_AT = "pools.multigres.com/topology-cleanup-requested-at"
+
+# --- finalizers ----------------------------------------------------------------------------------
+# On pool pods: the agent unregisters the pooler before the pod object may disappear.
+FINALIZER_POD = "pools.multigres.com/pooler-unregister"
+# On the MultigresShard: the engine cleans up children and requests topology cleanup.
+FINALIZER_SHARD = "pools.multigres.com/shard-cleanup"
+
+
+class DrainState(StrEnum):
+    """Values of ANN_DRAIN_STATE, in the order a drain walks them (contract §3.4)."""
+
+    REQUESTED = "requested"
+    DRAINING = "draining"
+    ACKNOWLEDGED = "acknowledged"
+    READY_FOR_DELETION = "ready-for-deletion"
+
+
+DRAIN_ORDER: tuple[DrainState, ...] = tuple(DrainState)
+
+
+class DrainReason(StrEnum):
+    SCALE_DOWN = "scale-down"
+    ROLLING_UPDATE = "rolling-update"
+    EXTERNAL_DELETION = "external-deletion"
+    FILESYSTEM_RESIZE = "filesystem-resize"
+    DRAINED_DISCARD = "drained-discard"
+
+
+class Role(StrEnum):
+    """Values of LABEL_ROLE published by the agent from the pooler record's type."""
+
+    PRIMARY = "PRIMARY"
+    REPLICA = "REPLICA"
+    DRAINED = "DRAINED"
+
+
+class TopologyCleanup(StrEnum):
+    REQUESTED = "requested"
+    DONE = "done"
+    SKIPPED = "skipped"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One-shot, idempotent set-up for a fresh machine: Debian packages, the .venv with pinned
+# Python packages, the collection links, and the Go-built test binaries (cached per machine).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+py=${PYTHON:-python3.11}
+command -v "$py" >/dev/null || py=python3
+
+need_apt=()
+command -v go >/dev/null || need_apt+=(golang-go)
+command -v openssl >/dev/null || need_apt+=(openssl)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${need_apt[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+
+stamp=.venv/.requirements.sha
+want=$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: creating .venv and installing pinned packages"
+  "$py" -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
+  echo "$want" > "$stamp"
+fi
+
+# multigres.pools is this checkout; kubernetes.core comes from the `ansible` wheel on PyPI.
+coll=.venv/collections/ansible_collections
+mkdir -p "$coll/multigres"
+ln -sfn "$repo" "$coll/multigres/pools"
+if [ ! -f "$coll/kubernetes/core/MANIFEST.json" ]; then
+  echo "setup: unpacking kubernetes.core from the ansible package"
+  tmp=$(mktemp -d)
+  .venv/bin/pip download -q --disable-pip-version-check --no-deps -d "$tmp" ansible==12.3.0
+  .venv/bin/python - "$tmp" "$coll" <<'PY'
+import pathlib, sys, zipfile
+wheel = next(pathlib.Path(sys.argv[1]).glob("ansible-*.whl"))
+prefix = "ansible_collections/kubernetes/core/"
+with zipfile.ZipFile(wheel) as zf:
+    for name in zf.namelist():
+        if name.startswith(prefix):
+            zf.extract(name, pathlib.Path(sys.argv[2]).parent)
+PY
+  rm -rf "$tmp"
+fi
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$repo/.venv/collections" > "$site/multigres_pools_collections.pth"
+
+# Real etcd, kube-apiserver and kube-controller-manager, built once per machine.
+.venv/bin/python -m tests.cluster.binaries --ensure
