@@ -48,4 +48,6 @@ site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purel
 echo "$repo/.venv/collections" > "$site/multigres_pools_collections.pth"
 
 # Real etcd, kube-apiserver and kube-controller-manager, built once per machine.
-.venv/bin/python -m tests.cluster.binaries --ensure
+if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
+  .venv/bin/python -m tests.cluster.binaries --ensure
+fi

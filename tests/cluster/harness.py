@@ -1,0 +1,282 @@
+"""A real, local Kubernetes control plane for tests and the demo.
+
+Starts on 127.0.0.1 with free ports: etcd for the API server, kube-apiserver, kube-controller-manager
+(garbage collector, disruption, namespace and service-account controllers; no scheduler, no
+kubelet) and a second etcd for the Multigres topology. Everything runs from a private temporary
+directory and is stopped and removed by `stop()`.
+
+Standalone use (Molecule, manual poking):
+    python -m tests.cluster.harness up --env-file /tmp/mgp.env   # prints KUBECONFIG=..., TOPO_ETCD=...
+    python -m tests.cluster.harness down --env-file /tmp/mgp.env
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import binaries, pki
+
+CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespace-controller",
+               "serviceaccount-controller")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Etcd:
+    """One etcd member on loopback; `endpoint` is its client URL."""
+
+    binary: Path
+    data_dir: Path
+    log: Path
+    port: int = field(default_factory=free_port)
+    peer_port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    host = "127.0.0.1"
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        peer = f"http://127.0.0.1:{self.peer_port}"
+        args = [str(self.binary), "--name", "default", "--data-dir", str(self.data_dir),
+                "--listen-client-urls", self.endpoint, "--advertise-client-urls", self.endpoint,
+                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                "--initial-cluster", f"default={peer}", "--log-level", "warn"]
+        if _etcd_supports_no_fsync(self.binary):
+            args.append("--unsafe-no-fsync")  # test data is throw-away; fsync dominates latency
+        self.process = _spawn(args, self.log)
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        _wait(lambda: _http_ok(f"{self.endpoint}/health"), timeout, f"etcd on {self.endpoint}", self.log)
+
+
+def _etcd_supports_no_fsync(binary: Path) -> bool:
+    out = subprocess.run([str(binary), "--help"], capture_output=True, text=True, check=False)
+    return "--unsafe-no-fsync" in out.stdout + out.stderr
+
+
+def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as handle:
+        # A new session so a Ctrl-C in the parent terminal does not race our own orderly shutdown.
+        return subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def _wait(check, timeout: float, what: str, log: Path) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
+    raise RuntimeError(f"{what} did not become ready within {timeout:.0f}s; log tail:\n{tail}")
+
+
+def _stop(process: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
+
+
+def _kubeconfig(server: str, p: pki.Pki) -> str:
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "harness",
+        "clusters": [{"name": "harness", "cluster": {"server": server, "certificate-authority": str(p.ca_cert)}}],
+        "users": [{"name": "admin", "user": {"client-certificate": str(p.admin_cert),
+                                              "client-key": str(p.admin_key)}}],
+        "contexts": [{"name": "harness", "context": {"cluster": "harness", "user": "admin"}}],
+    }, indent=2)
+
+
+class Cluster:
+    """kube-apiserver + kube-controller-manager + etcd, plus a separate topology etcd."""
+
+    def __init__(self, workdir: Path | None = None) -> None:
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="mgp-cluster-"))
+        self.paths = binaries.resolve()
+        self.version = binaries.KUBE_VERSION
+        self.pki = pki.generate(self.workdir / "pki")
+        self.api_etcd = Etcd(self.paths["etcd"], self.workdir / "etcd-api", self.workdir / "etcd-api.log")
+        self.topo_etcd = Etcd(self.paths["etcd"], self.workdir / "etcd-topo", self.workdir / "etcd-topo.log")
+        self.port = free_port()
+        self.server = f"https://127.0.0.1:{self.port}"
+        self.kubeconfig = self.workdir / "kubeconfig"
+        self._apiserver: subprocess.Popen[bytes] | None = None
+        self._controller_manager: subprocess.Popen[bytes] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> Cluster:
+        print(f"harness: Kubernetes {self.version} (etcd {binaries.ETCD_VERSION}) in {self.workdir}", flush=True)
+        try:
+            self.api_etcd.start()
+            self.topo_etcd.start()
+            self.api_etcd.wait_ready()
+            self._start_apiserver()
+            self.kubeconfig.write_text(_kubeconfig(self.server, self.pki))
+            self._start_controller_manager()
+            self.topo_etcd.wait_ready()
+            self._wait_controllers()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        _stop(self._controller_manager)
+        _stop(self._apiserver)
+        for etcd in (self.topo_etcd, self.api_etcd):
+            _stop(etcd.process)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- clients -----------------------------------------------------------------------------------
+    def api_client(self):  # type: ignore[no-untyped-def]
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
+        return client.ApiClient(configuration)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        ctx.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+        return ctx
+
+    def env(self) -> dict[str, str]:
+        return {"KUBECONFIG": str(self.kubeconfig), "TOPO_ETCD": self.topo_etcd.endpoint,
+                "HARNESS_WORKDIR": str(self.workdir)}
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _start_apiserver(self) -> None:
+        p = self.pki
+        log = self.workdir / "kube-apiserver.log"
+        args = [
+            str(self.paths["kube-apiserver"]),
+            f"--etcd-servers={self.api_etcd.endpoint}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.port}",
+            f"--tls-cert-file={p.serving_cert}", f"--tls-private-key-file={p.serving_key}",
+            f"--client-ca-file={p.ca_cert}",
+            f"--service-account-key-file={p.sa_public}", f"--service-account-signing-key-file={p.sa_private}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--service-cluster-ip-range=10.96.0.0/24",
+            "--authorization-mode=RBAC",
+            "--allow-privileged=true",
+            # The ServiceAccount admission plugin rejects pods until the controller has created the
+            # namespace's default ServiceAccount; tests create pods in brand-new namespaces.
+            "--disable-admission-plugins=ServiceAccount",
+            "--enable-priority-and-fairness=false",
+            "--profiling=false",
+            "--cert-dir", str(self.workdir / "apiserver-certs"),
+        ]
+        self._apiserver = _spawn(args, log)
+        context = self.ssl_context()
+        _wait(lambda: _http_ok(f"{self.server}/readyz", context), 120, "kube-apiserver", log)
+
+    def _start_controller_manager(self) -> None:
+        log = self.workdir / "kube-controller-manager.log"
+        args = [
+            str(self.paths["kube-controller-manager"]),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+            f"--controllers={','.join(CONTROLLERS)}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=false",
+            f"--root-ca-file={self.pki.ca_cert}",
+        ]
+        self._controller_manager = _spawn(args, log)
+
+    def _wait_controllers(self) -> None:
+        """The controller-manager is up once its service-account controller made `default/default`."""
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+
+        core = client.CoreV1Api(self.api_client())
+
+        def has_default_sa() -> bool:
+            try:
+                core.read_namespaced_service_account("default", "default")
+                return True
+            except ApiException:
+                return False
+
+        _wait(has_default_sa, 120, "kube-controller-manager", self.workdir / "kube-controller-manager.log")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _cli(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("up", "down"))
+    parser.add_argument("--env-file", required=True, type=Path,
+                        help="where `up` writes KUBECONFIG/TOPO_ETCD/HARNESS_PIDS and `down` reads them")
+    args = parser.parse_args(argv)
+    if args.command == "up":
+        cluster = Cluster().start()
+        procs = [cluster._controller_manager, cluster._apiserver, cluster.topo_etcd.process,
+                 cluster.api_etcd.process]
+        env = cluster.env() | {"HARNESS_PIDS": " ".join(str(p.pid) for p in procs if p)}
+        args.env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+        print(args.env_file.read_text(), end="")
+        return 0
+    env = dict(line.split("=", 1) for line in args.env_file.read_text().splitlines() if "=" in line)
+    pids = [int(pid) for pid in env.get("HARNESS_PIDS", "").split()]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+            time.sleep(0.1)
+    shutil.rmtree(env.get("HARNESS_WORKDIR", ""), ignore_errors=True)
+    args.env_file.unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_cli())

@@ -1,0 +1,98 @@
+"""TEST HELPER — plays the kubelet and the volume binder, which do not run in the harness.
+
+It only writes what those components write, through the same status subresources: pod phase and
+the PodScheduled/Initialized/ContainersReady/Ready conditions plus container statuses, PVC phase and
+capacity, and the FileSystemResizePending condition a CSI resizer leaves behind.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from kubernetes import client
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _conditions(ready: bool) -> list[dict[str, Any]]:
+    stamp = _now()
+    value = "True" if ready else "False"
+    return [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp},
+        {"type": "Initialized", "status": "True", "lastTransitionTime": stamp},
+        {"type": "ContainersReady", "status": value, "lastTransitionTime": stamp},
+        {"type": "Ready", "status": value, "lastTransitionTime": stamp},
+    ]
+
+
+def _container_statuses(containers: list[Any], ready: bool, running: bool) -> list[dict[str, Any]]:
+    state = ({"running": {"startedAt": _now()}} if running
+             else {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": _now()}})
+    return [{"name": c.name, "image": c.image, "imageID": "", "ready": ready, "restartCount": 0,
+             "started": running, "state": state} for c in containers]
+
+
+class FakeKubelet:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.core = client.CoreV1Api(api_client)
+
+    def _set_pod_status(self, namespace: str, name: str, phase: str, ready: bool) -> None:
+        pod = self.core.read_namespaced_pod(name, namespace)
+        running = phase == "Running"
+        status = {
+            "phase": phase,
+            "conditions": _conditions(ready),
+            "podIP": "127.0.0.1",
+            "podIPs": [{"ip": "127.0.0.1"}],
+            "hostIP": "127.0.0.1",
+            "startTime": _now(),
+            "initContainerStatuses": _container_statuses(pod.spec.init_containers or [], ready, running),
+            "containerStatuses": _container_statuses(pod.spec.containers, ready, running),
+        }
+        self.core.patch_namespaced_pod_status(name, namespace, {"status": status})
+
+    def mark_ready(self, namespace: str, name: str) -> None:
+        self._set_pod_status(namespace, name, "Running", ready=True)
+
+    def mark_not_ready(self, namespace: str, name: str) -> None:
+        self._set_pod_status(namespace, name, "Running", ready=False)
+
+    def mark_failed(self, namespace: str, name: str) -> None:
+        self._set_pod_status(namespace, name, "Failed", ready=False)
+
+    def mark_all_ready(self, namespace: str, label_selector: str = "") -> list[str]:
+        """Mark every live (not terminating) pod Ready; returns the names it touched."""
+        touched = []
+        for pod in self.core.list_namespaced_pod(namespace, label_selector=label_selector).items:
+            if pod.metadata.deletion_timestamp is None and not _is_ready(pod):
+                self.mark_ready(namespace, pod.metadata.name)
+                touched.append(pod.metadata.name)
+        return touched
+
+    def bind_pvc(self, namespace: str, name: str) -> None:
+        pvc = self.core.read_namespaced_persistent_volume_claim(name, namespace)
+        size = pvc.spec.resources.requests["storage"]
+        self.core.patch_namespaced_persistent_volume_claim_status(
+            name, namespace,
+            {"status": {"phase": "Bound", "accessModes": pvc.spec.access_modes, "capacity": {"storage": size}}})
+
+    def bind_all_pvcs(self, namespace: str) -> list[str]:
+        bound = []
+        for pvc in self.core.list_namespaced_persistent_volume_claim(namespace).items:
+            if (pvc.status.phase or "Pending") != "Bound" and pvc.metadata.deletion_timestamp is None:
+                self.bind_pvc(namespace, pvc.metadata.name)
+                bound.append(pvc.metadata.name)
+        return bound
+
+    def resize_pending(self, namespace: str, pvc_name: str) -> None:
+        """What the external resizer leaves when the filesystem grows only on the next pod start."""
+        self.core.patch_namespaced_persistent_volume_claim_status(pvc_name, namespace, {"status": {
+            "conditions": [{"type": "FileSystemResizePending", "status": "True", "lastTransitionTime": _now(),
+                            "message": "Waiting for user to (re-)start a pod to finish file system resize"}]}})
+
+
+def _is_ready(pod: client.V1Pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))

@@ -1,0 +1,85 @@
+"""Certificates and keys for the test cluster: a CA, the API server's serving certificate, an admin
+client certificate (group system:masters) and the service-account signing key pair."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca_cert: Path
+    serving_cert: Path
+    serving_key: Path
+    admin_cert: Path
+    admin_key: Path
+    sa_public: Path
+    sa_private: Path
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    path.chmod(0o600)
+
+
+def _name(cn: str, org: str | None = None) -> x509.Name:
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    if org:
+        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+    return x509.Name(attrs)
+
+
+def _builder(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey) -> x509.CertificateBuilder:
+    now = dt.datetime.now(dt.UTC)
+    return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=2)))
+
+
+def _leaf(path_cert: Path, path_key: Path, subject: x509.Name, ca_key: ec.EllipticCurvePrivateKey,
+          ca_name: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName] | None = None) -> None:
+    key = _key()
+    builder = _builder(subject, ca_name, key.public_key()).add_extension(
+        x509.ExtendedKeyUsage([usage]), critical=False)
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    path_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(path_key, key)
+
+
+def generate(directory: Path) -> Pki:
+    directory.mkdir(parents=True, exist_ok=True)
+    pki = Pki(*(directory / n for n in ("ca.crt", "serving.crt", "serving.key", "admin.crt", "admin.key",
+                                        "sa.pub", "sa.key")))
+    ca_key = _key()
+    ca_name = _name("multigres-pools-test-ca")
+    ca = (_builder(ca_name, ca_name, ca_key.public_key())
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in (
+        "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")]
+    sans.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
+    _leaf(pki.serving_cert, pki.serving_key, _name("kube-apiserver"), ca_key, ca_name,
+          ExtendedKeyUsageOID.SERVER_AUTH, sans)
+    _leaf(pki.admin_cert, pki.admin_key, _name("admin", "system:masters"), ca_key, ca_name,
+          ExtendedKeyUsageOID.CLIENT_AUTH)
+    sa_key = _key()
+    _write_key(pki.sa_private, sa_key)
+    pki.sa_public.write_bytes(sa_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    return pki

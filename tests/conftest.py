@@ -1,0 +1,120 @@
+"""Shared fixtures: a real control plane for the whole session, a namespace per test, the kubelet
+helper and the topology etcd. See docs/development.md."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+@dataclass
+class Kube:
+    kubeconfig: Path
+    server: str
+    version: str
+
+    def api_client(self):  # type: ignore[no-untyped-def]
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
+        return client.ApiClient(configuration)
+
+
+@dataclass
+class TopoEtcd:
+    host: str
+    port: int
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def _use_existing() -> bool:
+    return os.environ.get("USE_EXISTING_CLUSTER", "").lower() in {"1", "true", "yes"}
+
+
+@pytest.fixture(scope="session")
+def _cluster() -> Iterator[object | None]:
+    if _use_existing():
+        yield None
+        return
+    from tests.cluster.harness import Cluster
+
+    cluster = Cluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kube(_cluster) -> Kube:  # type: ignore[no-untyped-def]
+    if _cluster is None:
+        path = Path(os.environ.get("KUBECONFIG", Path.home() / ".kube" / "config"))
+        from kubernetes import client
+
+        kube = Kube(path, "", "existing")
+        kube.server = kube.api_client().configuration.host
+        kube.version = client.VersionApi(kube.api_client()).get_code().git_version
+        return kube
+    return Kube(_cluster.kubeconfig, _cluster.server, _cluster.version)
+
+
+@pytest.fixture(scope="session")
+def topo_etcd(_cluster) -> TopoEtcd:  # type: ignore[no-untyped-def]
+    if _cluster is None:
+        endpoint = os.environ.get("TOPO_ETCD", "http://127.0.0.1:2379").removeprefix("http://")
+        host, port = endpoint.rsplit(":", 1)
+        return TopoEtcd(host, int(port))
+    return TopoEtcd(_cluster.topo_etcd.host, _cluster.topo_etcd.port)
+
+
+@pytest.fixture
+def namespace(kube: Kube) -> Iterator[str]:
+    from kubernetes import client
+
+    core = client.CoreV1Api(kube.api_client())
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core.create_namespace({"metadata": {"name": name, "labels": {"multigres-pools/test": "true"}}})
+    try:
+        yield name
+    finally:
+        _delete_namespace(core, name)
+
+
+def _delete_namespace(core, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Strip finalizers the test's own controllers may have left, then let the namespace controller
+    remove everything."""
+    for pod in core.list_namespaced_pod(name).items:
+        if pod.metadata.finalizers:
+            core.patch_namespaced_pod(pod.metadata.name, name, {"metadata": {"finalizers": None}})
+    core.delete_namespace(name, propagation_policy="Background")
+
+
+@pytest.fixture
+def kubelet(kube: Kube):  # type: ignore[no-untyped-def]
+    from tests.cluster.kubelet import FakeKubelet
+
+    return FakeKubelet(kube.api_client())
+
+
+def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
+    """Everything that asks for the cluster is marked `cluster`, so `-m "not cluster"` runs the rest."""
+    cluster_fixtures = {"kube", "namespace", "kubelet", "topo_etcd", "_cluster"}
+    for item in items:
+        if cluster_fixtures & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.cluster)
+
+
+def pytest_report_header(config) -> list[str]:  # type: ignore[no-untyped-def]
+    from tests.cluster import binaries
+
+    mode = "existing cluster (USE_EXISTING_CLUSTER)" if _use_existing() else "local harness"
+    return [f"kubernetes: {binaries.KUBE_VERSION}, etcd {binaries.ETCD_VERSION}, {mode}"]
