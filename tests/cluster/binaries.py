@@ -9,6 +9,7 @@ kube-apiserver but no controller-manager, which is then still built here).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import os
 import shutil
@@ -67,8 +68,17 @@ def resolve() -> dict[str, Path]:
             if candidate.is_file() and os.access(candidate, os.X_OK):
                 found[name] = candidate
     cached = cache_dir()
-    if any(name not in found and not (cached / name).is_file() for name in BINARIES):
-        _build(cached)
+
+    def missing() -> bool:
+        return any(name not in found and not (cached / name).is_file() for name in BINARIES)
+
+    if missing():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        # Several test processes may start at once on a fresh machine: one builds, the rest wait.
+        with (cached.parent / ".build.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if missing():
+                _build(cached)
     return {name: found.get(name, cached / name) for name in BINARIES}
 
 

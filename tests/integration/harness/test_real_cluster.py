@@ -127,20 +127,18 @@ def test_server_side_apply_reports_conflict_with_other_manager(kube, namespace):
     api = kube.api_client()
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"}, "data": {"owner": "a"}}
 
+    core = client.CoreV1Api(api)
+
     def apply(manager: str, value: str, force: bool = False) -> object:
-        return api.call_api(
-            f"/api/v1/namespaces/{namespace}/configmaps/shared", "PATCH",
-            query_params=[("fieldManager", manager), ("force", str(force).lower())],
-            header_params={"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
-            body=body | {"data": {"owner": value}}, response_type="object", auth_settings=["BearerToken"],
-            _return_http_data_only=True)
+        return core.patch_namespaced_config_map(
+            "shared", namespace, body | {"data": {"owner": value}}, field_manager=manager, force=force,
+            _content_type="application/apply-patch+yaml")
 
     apply("manager-a", "a")
     with pytest.raises(ApiException) as err:
         apply("manager-b", "b")
     assert err.value.status == 409
     assert "manager-a" in err.value.body
-    core = client.CoreV1Api(api)
     assert core.read_namespaced_config_map("shared", namespace).data == {"owner": "a"}
     apply("manager-b", "b", force=True)
     assert core.read_namespaced_config_map("shared", namespace).data == {"owner": "b"}
