@@ -10,6 +10,7 @@ command -v "$py" >/dev/null || py=python3
 need_apt=()
 command -v go >/dev/null || need_apt+=(golang-go)
 command -v openssl >/dev/null || need_apt+=(openssl)
+command -v lua5.4 >/dev/null || need_apt+=(lua5.4)  # runs the ArgoCD health check in tests
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

@@ -111,3 +111,15 @@ class TopologyCleanup(StrEnum):
     REQUESTED = "requested"
     DONE = "done"
     SKIPPED = "skipped"
+
+
+# On a data PVC: the uid of the pod whose removal must take the PVC with it (DRAINED pods' data is
+# known-bad). Written by the engine together with that pod's drain request, so the decision
+# survives the pod object; the PVC is deleted once no pod is left at its index.
+ANN_DELETE_WITH_POD = "pools.multigres.com/delete-with-pod"
+
+# --- added by the render engineer (issue 3) ------------------------------------------------------
+# Prometheus scrape annotations on pool pods (contract §3.3).
+ANN_PROMETHEUS_SCRAPE = "prometheus.io/scrape"
+ANN_PROMETHEUS_PORT = "prometheus.io/port"
+ANN_PROMETHEUS_PATH = "prometheus.io/path"

@@ -127,6 +127,10 @@ def pg_hba_configmap_name(sid: ShardId) -> str:
     return f"{shard_resource_name(sid)}-pg-hba"
 
 
+def postgres_config_configmap_name(sid: ShardId) -> str:
+    return f"{shard_resource_name(sid)}-postgres-config"
+
+
 def password_secret_name(sid: ShardId) -> str:
     return f"{shard_resource_name(sid)}-postgres-password"
 

@@ -1,0 +1,151 @@
+"""`multigres-pools agent` / `python -m multigres_pools.agent`: run the data-plane agent.
+
+It watches pool pods (label app.kubernetes.io/component=shard-pool) and MultigresShards with kopf,
+holds a Lease so only one replica acts, serves /healthz, /readyz and /metrics, and logs JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import socket
+import threading
+from dataclasses import dataclass, field
+
+from .. import dataplane
+from ..dataplane.etcd import EtcdTLS
+from . import logs
+from .context import AgentConfig, Context
+from .core import Agent
+from .kube import Kube
+from .metrics import Metrics
+
+log = logging.getLogger("multigres_pools.agent")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="multigres-pools agent", description=__doc__.splitlines()[0])
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
+    p.add_argument("--namespace", action="append", default=[],
+                   help="namespace to watch (repeatable; default: all namespaces)")
+    p.add_argument("--era", default="a", choices=dataplane.ERAS, help="Multigres contract era (default a)")
+    p.add_argument("--etcd-ca", help="CA bundle for the topology etcd (https endpoints)")
+    p.add_argument("--etcd-cert", help="client certificate for the topology etcd")
+    p.add_argument("--etcd-key", help="client key for the topology etcd")
+    p.add_argument("--rpc-timeout", type=float, default=10.0, help="seconds per multipooler RPC")
+    p.add_argument("--http", default="0.0.0.0:8080", help="host:port of /healthz, /readyz and /metrics")
+    p.add_argument("--poll-interval", type=float, default=5.0, help="seconds between periodic shard passes")
+    p.add_argument("--stall-after", type=float, default=300.0, help="seconds before a blocked drain is DrainStalled")
+    p.add_argument("--backup-interval", type=float, default=300.0, help="seconds between backup health checks")
+    p.add_argument("--backup-stale-after", type=float, default=25 * 3600.0,
+                   help="default BackupHealthy threshold in seconds (the shard's backup.healthThreshold wins)")
+    p.add_argument("--no-prune", action="store_true", help="never delete pooler records that match no pod")
+    p.add_argument("--no-register", action="store_true", help="never register the database and cells")
+    p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
+    p.add_argument("--lease-name", default="multigres-pools-agent")
+    p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
+    p.add_argument("--standalone", action="store_true", help="no Lease: act at once (one replica only!)")
+    p.add_argument("--log-level", default="INFO")
+    return p
+
+
+def api_client(kubeconfig: str | None):  # type: ignore[no-untyped-def]
+    from kubernetes import client, config
+
+    cfg = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    else:
+        try:
+            config.load_incluster_config(client_configuration=cfg)
+        except config.ConfigException:
+            config.load_kube_config(client_configuration=cfg)
+    return client.ApiClient(cfg)
+
+
+@dataclass
+class Runtime:
+    """Everything main() starts; tests drive it with start()/stop() in a thread."""
+
+    args: argparse.Namespace
+    agent: Agent
+    api: object
+    stop_flag: threading.Event = field(default_factory=threading.Event)
+    ready_flag: threading.Event = field(default_factory=threading.Event)
+
+    def is_leader(self) -> bool:
+        return self.agent.is_leader()
+
+    def periodic(self) -> None:
+        while not self.stop_flag.wait(self.args.poll_interval):
+            try:
+                self.agent.tick()
+            except Exception:
+                log.exception("periodic pass failed")
+
+    def healthy(self) -> tuple[bool, str]:
+        return True, f"ok, {self.agent.passes} passes"
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.ready_flag.is_set():
+            return False, "watches not started"
+        if self.agent.last_error:
+            return False, self.agent.last_error
+        return True, "leader" if self.agent.is_leader() else "standby"
+
+    def run(self) -> None:
+        import kopf
+
+        from .handlers import build_registry
+        from .leader import LeaseThread
+        from .server import serve
+
+        elector = None
+        if not self.args.standalone:
+            elector = LeaseThread(self.api, self.args.lease_namespace, self.args.lease_name, self.args.identity)
+            self.agent.is_leader = elector.is_leader
+            elector.start()
+        host, _, port = self.args.http.rpartition(":")
+        server = serve(host or "0.0.0.0", int(port), self.agent.ctx.metrics.registry, self.healthy, self.ready)
+        threading.Thread(target=self.periodic, name="periodic", daemon=True).start()
+        try:
+            # asyncio.run(kopf.operator(...)) rather than kopf.run(): it also works off the main thread.
+            asyncio.run(kopf.operator(registry=build_registry(self.agent, self.api), standalone=True,
+                                      clusterwide=not self.args.namespace, namespaces=self.args.namespace,
+                                      stop_flag=self.stop_flag, ready_flag=self.ready_flag))
+        finally:
+            self.stop_flag.set()
+            server.shutdown()
+            if elector is not None:
+                elector.stop()
+            self.agent.ctx.dataplane.close()
+
+
+def build(argv: list[str] | None = None, **overrides: object) -> Runtime:
+    args = parser().parse_args(argv)
+    api = api_client(args.kubeconfig)
+    tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
+    config = AgentConfig(
+        stall_after_s=args.stall_after, poll_interval_s=args.poll_interval,
+        backup_interval_s=args.backup_interval, backup_stale_after_s=args.backup_stale_after,
+        prune=not args.no_prune, register_topology=not args.no_register,
+    )
+    dp = overrides.pop("dataplane", None) or dataplane.make(args.era, etcd_tls=tls, rpc_timeout=args.rpc_timeout)
+    ctx = Context(kube=Kube(api), dataplane=dp, config=config, metrics=Metrics(), **overrides)  # type: ignore[arg-type]
+    return Runtime(args, Agent(ctx), api)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logs.setup(args.log_level)
+    runtime = build(argv)
+    log.info("agent starting", extra={"identity": args.identity, "era": args.era,
+                                      "namespaces": args.namespace or "all", "standalone": args.standalone})
+    runtime.run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,183 @@
+"""The agent's passes: one shard at a time, serialised per shard, each a fresh read of pods and records.
+
+A shard pass: list pods (to learn the topology) -> list pooler records -> list pods again (so every
+record we saw was written before the pod list was taken, and pruning cannot delete a pooler whose pod
+was created a moment ago) -> finalize deleted pods -> advance drains -> publish roles -> prune ->
+register the database and cells (rate-limited).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
+
+from ..dataplane.base import TopologyUnavailable
+from . import backup_health, podinfo, roles, topology
+from .context import Context, Obj, ShardView
+from .drain_runner import finalize, run_drain
+from .kube import Conflict
+
+_SHARD_LABELS = (keys.LABEL_CLUSTER, keys.LABEL_DATABASE, keys.LABEL_TABLEGROUP, keys.LABEL_SHARD)
+ShardRef = tuple[str, tuple[tuple[str, str], ...]]
+
+
+class Agent:
+    def __init__(self, ctx: Context, is_leader: Callable[[], bool] = lambda: True) -> None:
+        self.ctx = ctx
+        self.is_leader = is_leader
+        self._guard = threading.Lock()
+        self._locks: dict[ShardRef, threading.Lock] = {}
+        self._known: set[ShardRef] = set()
+        self._crs: dict[tuple[str, str], float] = {}  # (ns, name) -> last backup check
+        self._registered: dict[tuple, tuple[float, object]] = {}
+        self._retired: set[tuple] = set()
+        self.passes = 0
+        self.last_error: str = ""
+
+    # --- entry points (kopf handlers and the periodic loop call these) ------------------------------
+    def remember(self, pod: Obj) -> ShardRef:
+        """Note the pod's shard for the periodic pass."""
+        ref = self._ref(podinfo.namespace(pod), {k: v for k, v in podinfo.labels(pod).items() if k in _SHARD_LABELS})
+        with self._guard:
+            self._known.add(ref)
+        return ref
+
+    def on_pod(self, pod: Obj) -> None:
+        self.reconcile(self.remember(pod))
+
+    def on_shard(self, shard: Obj) -> None:
+        ns, name = podinfo.namespace(shard), podinfo.name(shard)
+        topology.cleanup(self.ctx, shard)
+        if podinfo.annotations(shard).get(keys.ANN_TOPOLOGY_CLEANUP) or podinfo.deleting(shard):
+            topo = podinfo.cr_topology(shard)
+            if topo is not None:
+                with self._guard:
+                    self._retired.add(topo.key)  # its pods must not re-register what was cleaned up
+            return
+        spec = shard.get("spec") or {}
+        sid = naming.ShardId(spec.get("clusterName", ""), spec.get("databaseName", "postgres"),
+                             spec.get("tableGroupName", "default"), spec.get("shardName", "0-inf"))
+        ref = self._ref(ns, labels.shard_selector(sid))
+        with self._guard:
+            self._known.add(ref)
+            due = self.ctx.clock() - self._crs.get((ns, name), float("-inf")) >= self.ctx.config.backup_interval_s
+            if due:
+                self._crs[(ns, name)] = self.ctx.clock()
+        self.reconcile(ref)
+        if due:
+            backup_health.check(self.ctx, shard)
+
+    def tick(self) -> None:
+        """One periodic round: etcd changes (roles, failovers) produce no Kubernetes events."""
+        if not self.is_leader():
+            return
+        with self._guard:
+            refs = sorted(self._known)
+        for ref in refs:
+            self.reconcile(ref)
+        for ns, name in list(self._crs):
+            shard = self.ctx.kube.get_shard(ns, name)
+            if shard is None:
+                self._crs.pop((ns, name), None)
+            else:
+                self.on_shard(shard)
+
+    # --- the shard pass ------------------------------------------------------------------------------
+    @staticmethod
+    def _ref(namespace: str, selector: dict[str, str]) -> ShardRef:
+        return namespace, tuple(sorted(selector.items()))
+
+    def reconcile(self, ref: ShardRef) -> list[ShardView]:
+        if not self.is_leader():
+            return []
+        with self._guard:
+            lock = self._locks.setdefault(ref, threading.Lock())
+        with lock:
+            try:
+                views = self._reconcile(ref)
+                self.last_error = ""
+                return views
+            except Exception as exc:
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                self.ctx.metrics.reconcile_errors.labels(type(exc).__name__).inc()
+                self.ctx.log.exception("shard pass failed", extra={"namespace": ref[0]})
+                return []
+            finally:
+                self.passes += 1
+
+    def _groups(self, namespace: str, selector: dict[str, str]) -> dict[tuple, list[Obj]]:
+        groups: dict[tuple, list[Obj]] = {}
+        for pod in self.ctx.kube.list_pool_pods(namespace, selector):
+            top = podinfo.pod_topology(pod)
+            if top is not None:
+                groups.setdefault(top.shard_key, []).append(pod)
+        return groups
+
+    def _reconcile(self, ref: ShardRef) -> list[ShardView]:
+        namespace, selector = ref[0], dict(ref[1])
+        views = []
+        for key, first_pods in self._groups(namespace, selector).items():
+            view = self._observe(namespace, selector, key, first_pods)
+            if view is not None:
+                self._act(view)
+                views.append(view)
+        return views
+
+    def _observe(self, namespace: str, selector: dict[str, str], key: tuple, first_pods: list[Obj]) -> ShardView | None:
+        ctx = self.ctx
+        owner = next((n for p in first_pods if (n := podinfo.owner_shard_name(p))), None)
+        shard = ctx.kube.get_shard(namespace, owner) if owner else None
+        extra_cells = podinfo.cr_cells(shard) if shard else ()
+        topo = podinfo.shard_topology([podinfo.pod_topology(p) for p in first_pods], extra_cells)
+        view = ShardView(namespace, topo, [], None, shard=shard)
+        try:
+            view.poolers = ctx.dataplane.list_poolers(topo)
+            view.listed_at = ctx.clock()
+        except TopologyUnavailable as exc:
+            view.topology_error = exc.message
+            ctx.metrics.reconcile_errors.labels("topology-unavailable").inc()
+            ctx.log.warning("topology unavailable", extra={"namespace": namespace, "detail": exc.message})
+        view.pods = self._groups(namespace, selector).get(key, [])
+        return view if view.pods else None
+
+    def _act(self, view: ShardView) -> None:
+        ctx = self.ctx
+        touched = False
+        for pod in view.pods:
+            try:
+                if podinfo.deleting(pod) and podinfo.has_finalizer(pod, keys.FINALIZER_POD):
+                    finalize(ctx, view, pod)
+                    touched = True
+                elif podinfo.drain_state(pod) not in (None, keys.DrainState.READY_FOR_DELETION):
+                    run_drain(ctx, view, pod)
+                    touched = True
+            except Conflict as exc:
+                # Someone (the engine) changed the pod since we read it: decide again on the next pass.
+                ctx.log.info("pod changed underneath; retrying next pass", extra={"detail": str(exc)})
+                touched = True
+        if touched and view.poolers is not None:
+            # Drains and deletions change records and pods: read both again before roles and pruning.
+            fresh = self._observe(view.namespace, {}, podinfo.pod_topology(view.pods[0]).shard_key, view.pods)
+            if fresh is None:
+                return
+            view.poolers, view.pods, view.listed_at = fresh.poolers, fresh.pods, fresh.listed_at
+            view.topology_error = fresh.topology_error
+        roles.publish_roles(ctx, view)
+        roles.prune(ctx, view)
+        self._maybe_register(view)
+
+    def _maybe_register(self, view: ShardView) -> None:
+        ctx = self.ctx
+        if not ctx.config.register_topology or view.poolers is None:
+            return
+        if view.topology.key in self._retired or (view.shard is not None and (
+                podinfo.deleting(view.shard) or podinfo.annotations(view.shard).get(keys.ANN_TOPOLOGY_CLEANUP))):
+            return  # never re-register what a shard deletion is cleaning up
+        generation = (podinfo.meta(view.shard).get("generation") if view.shard else None, view.topology.cells)
+        last = self._registered.get(view.topology.key)
+        if last and last[1] == generation and ctx.clock() - last[0] < ctx.config.register_interval_s:
+            return
+        topology.register(ctx, view)
+        self._registered[view.topology.key] = (ctx.clock(), generation)

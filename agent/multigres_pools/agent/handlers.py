@@ -1,0 +1,66 @@
+"""kopf wiring: thin handlers that hand each event to the Agent. All logic lives in plain functions.
+
+Only `on.event` handlers are used: kopf then writes nothing to the watched objects (no finalizers,
+no last-handled annotations), so pods carry exactly the finalizer the engine put there.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import kopf
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+from kubernetes import client
+
+from .core import Agent
+
+
+def connection_info(api: client.ApiClient) -> kopf.ConnectionInfo:
+    """Reuse the kubernetes client's resolved credentials (kubeconfig or in-cluster) for kopf."""
+    cfg = api.configuration
+    token = (cfg.api_key or {}).get("authorization") or (cfg.api_key or {}).get("BearerToken")
+    return kopf.ConnectionInfo(
+        server=cfg.host,
+        ca_path=cfg.ssl_ca_cert,
+        insecure=not cfg.verify_ssl,
+        certificate_path=cfg.cert_file,
+        private_key_path=cfg.key_file,
+        token=token.removeprefix("Bearer ").strip() if token else None,
+        scheme="Bearer" if token else None,
+    )
+
+
+def _plain(body: kopf.Body) -> dict[str, Any]:
+    return json.loads(json.dumps(dict(body), default=dict))
+
+
+def build_registry(agent: Agent, api: client.ApiClient) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return connection_info(api)
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False  # our own events carry the reasons; kopf's would duplicate them
+        settings.watching.server_timeout = 300
+        settings.execution.max_workers = 4
+
+    @kopf.on.event("", "v1", "pods", labels={keys.LABEL_APP_COMPONENT: keys.COMPONENT_POOL}, registry=registry)
+    def pool_pod(body: kopf.Body, type: str | None, **_: Any) -> None:
+        if type == "DELETED":
+            return
+        if type is None:
+            agent.remember(_plain(body))  # the initial listing: the periodic pass takes it from here
+            return
+        agent.on_pod(_plain(body))
+
+    @kopf.on.event(keys.API_GROUP, keys.API_VERSION, keys.SHARD_PLURAL, registry=registry)
+    def shard(body: kopf.Body, type: str | None, **_: Any) -> None:
+        if type == "DELETED":
+            return
+        agent.on_shard(_plain(body))
+
+    return registry

@@ -1,0 +1,150 @@
+"""The agent's few Kubernetes calls, returning plain dicts. Writes are merge patches on metadata only,
+with a resourceVersion precondition where a stale write could revive a cancelled drain."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from . import podinfo
+
+Obj = dict[str, Any]
+# Explicit: the client would send strategic merge for dicts, which custom resources do not accept.
+MERGE = "application/merge-patch+json"
+
+
+def now_rfc3339(ts: float | None = None) -> str:
+    moment = datetime.fromtimestamp(ts, UTC) if ts is not None else datetime.now(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Conflict(Exception):
+    """The object changed since it was read; re-read and decide again."""
+
+
+class Kube:
+    def __init__(self, api: client.ApiClient, component: str = "multigres-pools-agent") -> None:
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.component = component
+        self.host = socket.gethostname()
+
+    @staticmethod
+    def _json(resp: Any) -> Obj:
+        return json.loads(resp.data)
+
+    # --- reads -----------------------------------------------------------------------------------
+    def get_pod(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self._json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list_pool_pods(self, namespace: str, selector: dict[str, str]) -> list[Obj]:
+        sel = {keys.LABEL_APP_COMPONENT: keys.COMPONENT_POOL, **selector}
+        resp = self.core.list_namespaced_pod(namespace, label_selector=labels.selector_string(sel),
+                                             _preload_content=False)
+        return list(self._json(resp).get("items") or [])
+
+    def get_shard(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self._json(self.custom.get_namespaced_custom_object(
+                keys.API_GROUP, keys.API_VERSION, namespace, keys.SHARD_PLURAL, name, _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    # --- writes ----------------------------------------------------------------------------------
+    def patch_pod_meta(self, pod: Obj, annotations: dict[str, str | None] | None = None,
+                       labels_: dict[str, str | None] | None = None, precondition: bool = False) -> Obj:
+        body: dict[str, Any] = {"metadata": {}}
+        if annotations:
+            body["metadata"]["annotations"] = annotations
+        if labels_:
+            body["metadata"]["labels"] = labels_
+        if precondition:
+            body["metadata"]["resourceVersion"] = podinfo.meta(pod).get("resourceVersion")
+        try:
+            resp = self.core.patch_namespaced_pod(podinfo.name(pod), podinfo.namespace(pod), body,
+                                                  _preload_content=False, _content_type=MERGE,
+                                                  field_manager=keys.AGENT_FIELD_MANAGER)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(f"pod {podinfo.name(pod)} changed") from exc
+            raise
+        return self._json(resp)
+
+    def remove_pod_finalizer(self, pod: Obj, finalizer: str) -> None:
+        current = list(podinfo.meta(pod).get("finalizers") or [])
+        if finalizer not in current:
+            return
+        # JSON patch with a test op, so a concurrent finalizer change is never overwritten.
+        idx = current.index(finalizer)
+        patch = [{"op": "test", "path": f"/metadata/finalizers/{idx}", "value": finalizer},
+                 {"op": "remove", "path": f"/metadata/finalizers/{idx}"}]
+        try:
+            self.core.patch_namespaced_pod(podinfo.name(pod), podinfo.namespace(pod), patch,
+                                           field_manager=keys.AGENT_FIELD_MANAGER)
+        except ApiException as exc:
+            if exc.status in (409, 422, 500):
+                raise Conflict(f"pod {podinfo.name(pod)} finalizers changed") from exc
+            if exc.status != 404:
+                raise
+
+    def set_pod_condition(self, pod: Obj, ctype: str, status: str, reason: str, message: str) -> Obj:
+        """Set one pod condition (status subresource); returns the updated pod."""
+        current = (pod.get("status") or {}).get("conditions") or []
+        existing = next((c for c in current if c.get("type") == ctype), None)
+        if existing and existing.get("status") == status and existing.get("reason") == reason:
+            return pod
+        conditions = [c for c in current if c.get("type") != ctype]
+        conditions.append({"type": ctype, "status": status, "reason": reason, "message": message[:1024],
+                           "lastTransitionTime": now_rfc3339()})
+        try:
+            resp = self.core.patch_namespaced_pod_status(podinfo.name(pod), podinfo.namespace(pod),
+                                                         {"status": {"conditions": conditions}},
+                                                         _content_type=MERGE, _preload_content=False,
+                                                         field_manager=keys.AGENT_FIELD_MANAGER)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            return pod
+        return self._json(resp)
+
+    def patch_shard_annotations(self, shard: Obj, annotations: dict[str, str | None]) -> None:
+        self.custom.patch_namespaced_custom_object(
+            keys.API_GROUP, keys.API_VERSION, podinfo.namespace(shard), keys.SHARD_PLURAL, podinfo.name(shard),
+            {"metadata": {"annotations": annotations}}, _content_type=MERGE,
+            field_manager=keys.AGENT_FIELD_MANAGER)
+
+    def event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
+        """Best effort: an event that cannot be written must never stop a drain step."""
+        meta = podinfo.meta(obj)
+        ts = datetime.now(UTC)
+        body = {
+            "metadata": {"generateName": f"{meta.get('name', 'obj')[:200]}.", "namespace": meta.get("namespace")},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"),
+                "name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
+            "source": {"component": self.component, "host": self.host},
+            "firstTimestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"), "lastTimestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "count": 1, "reportingComponent": self.component,
+            "reportingInstance": f"{self.host}-{uuid.uuid4().hex[:6]}",
+        }
+        with contextlib.suppress(ApiException):
+            self.core.create_namespaced_event(meta.get("namespace"), body)

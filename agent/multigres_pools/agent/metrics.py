@@ -1,0 +1,38 @@
+"""Prometheus metrics of the agent, in their own registry so tests can read them without globals."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_P = "multigres_pools_agent"
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.drain_state_seconds = Histogram(
+            f"{_P}_drain_state_duration_seconds", "Time a pod spent in a drain state before leaving it.",
+            ["state"], registry=r, buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600))
+        self.drain_total_seconds = Histogram(
+            f"{_P}_drain_duration_seconds", "Time from drain requested to ready-for-deletion.",
+            registry=r, buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600))
+        self.drain_failures = Counter(
+            f"{_P}_drain_failures_total", "Drain steps that could not advance, by reason.", ["reason"], registry=r)
+        self.drain_forced = Counter(
+            f"{_P}_drain_forced_total", "Drain steps forced by the force annotation.", ["state"], registry=r)
+        self.drains_completed = Counter(
+            f"{_P}_drains_completed_total", "Drains that reached ready-for-deletion.", registry=r)
+        self.drains_stalled = Gauge(
+            f"{_P}_drains_stalled", "Pods whose drain is stalled past the threshold.", registry=r)
+        self.role_publish_lag = Histogram(
+            f"{_P}_role_publish_lag_seconds",
+            "From reading a changed pooler role in etcd to the pod label being written.",
+            registry=r, buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+        self.role_changes = Counter(f"{_P}_role_changes_total", "Role labels written.", ["role"], registry=r)
+        self.poolers_pruned = Counter(f"{_P}_poolers_pruned_total", "Pooler records pruned.", registry=r)
+        self.last_backup_age = Gauge(
+            f"{_P}_last_backup_age_seconds", "Age of the newest complete backup.", ["namespace", "shard"],
+            registry=r)
+        self.reconcile_errors = Counter(
+            f"{_P}_reconcile_errors_total", "Shard passes that failed, by reason.", ["reason"], registry=r)

@@ -1,0 +1,182 @@
+"""Pure readers over pool-pod and MultigresShard objects (plain dicts as the API returns them).
+
+A pool pod carries its whole topology in the multipooler container's args (contract §3.9), so the
+agent can serve shards rendered from plain vars, without a MultigresShard.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+
+from ..dataplane.base import BackupLocationKind, DatabaseRegistration, PoolerId, ShardTopology
+
+MULTIPOOLER_CONTAINER = "multipooler"
+Obj = Mapping[str, Any]
+
+
+def meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def name(obj: Obj) -> str:
+    return meta(obj).get("name", "")
+
+
+def namespace(obj: Obj) -> str:
+    return meta(obj).get("namespace", "")
+
+
+def labels(obj: Obj) -> Mapping[str, str]:
+    return meta(obj).get("labels") or {}
+
+
+def annotations(obj: Obj) -> Mapping[str, str]:
+    return meta(obj).get("annotations") or {}
+
+
+def deleting(obj: Obj) -> bool:
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def has_finalizer(obj: Obj, finalizer: str) -> bool:
+    return finalizer in (meta(obj).get("finalizers") or [])
+
+
+def drain_state(pod: Obj) -> keys.DrainState | None:
+    value = annotations(pod).get(keys.ANN_DRAIN_STATE)
+    try:
+        return keys.DrainState(value) if value else None
+    except ValueError:
+        return None
+
+
+def containers_ready(pod: Obj) -> bool:
+    """ContainersReady (absent counts as ready, as the Go operator reads it; contract §3.4)."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "ContainersReady":
+            return cond.get("status") == "True"
+    return True
+
+
+def multipooler_flags(pod: Obj) -> dict[str, str]:
+    """`--flag=value` args of the multipooler container (a native sidecar in era A, a container later)."""
+    spec = pod.get("spec") or {}
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if container.get("name") != MULTIPOOLER_CONTAINER:
+            continue
+        flags = {}
+        for arg in [*(container.get("command") or []), *(container.get("args") or [])]:
+            if arg.startswith("--") and "=" in arg:
+                key, value = arg[2:].split("=", 1)
+                flags[key] = value
+        return flags
+    return {}
+
+
+@dataclass(frozen=True)
+class PodTopology:
+    """What one pool pod says about its shard (seen from its own cell) and its own pooler identity."""
+
+    topology: ShardTopology
+    service_id: str
+
+    @property
+    def cell(self) -> str:
+        return self.topology.cells[0]
+
+    @property
+    def pooler_id(self) -> PoolerId:
+        return PoolerId(self.cell, self.service_id)
+
+    @property
+    def shard_key(self) -> tuple[str, ...]:
+        return self.topology.key
+
+
+def pod_topology(pod: Obj) -> PodTopology | None:
+    """None when the pod has no multipooler container with the topology flags."""
+    f = multipooler_flags(pod)
+    needed = ("topo-global-server-addresses", "topo-global-root", "cell", "database", "table-group", "shard")
+    if not all(f.get(k) for k in needed):
+        return None
+    addresses = tuple(a.strip() for a in f["topo-global-server-addresses"].split(",") if a.strip())
+    topo = ShardTopology(addresses, f["topo-global-root"], f["database"], f["table-group"], f["shard"], (f["cell"],))
+    return PodTopology(topo, f.get("service-id") or naming.service_id(name(pod)))
+
+
+def shard_topology(tops: list[PodTopology], extra_cells: tuple[str, ...] = ()) -> ShardTopology:
+    cells = tuple(sorted({t.cell for t in tops} | set(extra_cells)))
+    return dataclasses.replace(tops[0].topology, cells=cells)
+
+
+# --- MultigresShard (field names of plugins/module_utils/model.py, camelCase on the wire) ---------
+def cr_cells(cr: Obj) -> tuple[str, ...]:
+    pools = (cr.get("spec") or {}).get("pools") or {}
+    return tuple(sorted({c for pool in pools.values() for c in pool.get("cells") or []}))
+
+
+def cr_topology(cr: Obj) -> ShardTopology | None:
+    spec = cr.get("spec") or {}
+    topo = spec.get("globalTopoServer") or {}
+    if not topo.get("address"):
+        return None
+    return ShardTopology(
+        global_addresses=tuple(a.strip() for a in topo["address"].split(",") if a.strip()),
+        global_root=topo.get("rootPath") or "/multigres/global",
+        database=spec.get("databaseName") or "postgres",
+        tablegroup=spec.get("tableGroupName") or "default",
+        shard=spec.get("shardName") or "0-inf",
+        cells=cr_cells(cr),
+    )
+
+
+def cr_database(cr: Obj, cells: tuple[str, ...]) -> DatabaseRegistration:
+    spec = cr.get("spec") or {}
+    backup = spec.get("backup") or {}
+    s3 = backup.get("s3") or {}
+    kind = BackupLocationKind.S3 if backup.get("type") == "s3" else BackupLocationKind.FILESYSTEM
+    return DatabaseRegistration(
+        name=spec.get("databaseName") or "postgres",
+        cells=cells,
+        durability_policy=spec.get("durabilityPolicy") or "AT_LEAST_2",
+        backup_kind=kind,
+        filesystem_path=(backup.get("filesystem") or {}).get("path") or "/backups",
+        s3_bucket=s3.get("bucket") or "",
+        s3_region=s3.get("region") or "",
+        s3_endpoint=s3.get("endpoint") or "",
+        s3_key_prefix=s3.get("keyPrefix") or "",
+        s3_use_env_credentials=bool(s3.get("useEnvCredentials")),
+    )
+
+
+def cr_backup_threshold_s(cr: Obj, default_s: float = 25 * 3600) -> float:
+    text = ((cr.get("spec") or {}).get("backup") or {}).get("healthThreshold")
+    return parse_duration(text) if text else default_s
+
+
+def parse_duration(text: str) -> float:
+    """'25h', '90m', '1h30m', '45s' -> seconds."""
+    total, num = 0.0, ""
+    for ch in text:
+        if ch.isdigit() or ch == ".":
+            num += ch
+        elif ch in "hms" and num:
+            total += float(num) * {"h": 3600, "m": 60, "s": 1}[ch]
+            num = ""
+        else:
+            raise ValueError(f"bad duration {text!r}")
+    if num:
+        raise ValueError(f"bad duration {text!r}")
+    return total
+
+
+def owner_shard_name(pod: Obj) -> str | None:
+    for ref in meta(pod).get("ownerReferences") or []:
+        if ref.get("kind") == keys.SHARD_KIND and ref.get("apiVersion", "").startswith(keys.API_GROUP + "/"):
+            return ref.get("name")
+    return None

@@ -1,0 +1,496 @@
+"""A whole multigres.pools installation on this machine, for the demo, the end-to-end test and the
+operator benchmark.
+
+What runs for real: the API server, controller-manager and both etcds (tests/cluster harness), the
+operator and the agent (as child processes, exactly as in their containers). What is simulated,
+because it cannot run here, is what happens on the nodes: `SimulatedNodes` plays the kubelet
+(binding PVCs, starting and readying pods), runs one multipooler test peer per pod (it registers in
+the topology etcd as the real pooler does), and plays multiorch's part in replication: it elects a
+primary when there is none and adds every replica that comes up to the primary's synchronous
+standby list. It never removes a standby: that is the agent's job during a drain, and the
+end-to-end test checks that it happened before each pod disappeared.
+
+This module also starts the agent for the stack (`python -m multigres_pools.localstack agent ...`):
+the agent's own entry point, with gRPC dialled at 127.0.0.1, which is what cluster DNS does for the
+pod hostnames the peers publish.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, connect
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))  # the harness and the test peers live in the checkout's tests/
+
+FIELD_MANAGER = "multigres-pools-localstack"
+Manifest = dict[str, Any]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def child_env() -> dict[str, str]:
+    bindir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"), "PYTHONUNBUFFERED": "1"}
+
+
+@dataclass
+class Process:
+    """A child process whose output goes to a log file; stop() is graceful, kill() is SIGKILL."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    popen: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    def start(self) -> Process:
+        with self.log.open("ab") as handle:
+            handle.write(f"\n=== start #{self.starts + 1}: {' '.join(self.argv)}\n".encode())
+            handle.flush()
+            self.popen = subprocess.Popen(self.argv, stdout=handle, stderr=subprocess.STDOUT, env=child_env(),
+                                          start_new_session=True)
+        self.starts += 1
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.popen is None else self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, grace: float = 30) -> int | None:
+        if not self.alive():
+            return None if self.popen is None else self.popen.returncode
+        assert self.popen is not None
+        self.popen.send_signal(signal.SIGTERM)
+        try:
+            return self.popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            return self.kill()
+
+    def kill(self) -> int | None:
+        """SIGKILL the process and everything it started (ansible-playbook runs included)."""
+        if self.popen is None:
+            return None
+        if self.alive():
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        return self.popen.wait(10)
+
+    def tail(self, chars: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+
+def http_get(url: str, timeout: float = 2) -> tuple[int, str]:
+    """(status, body); status 0 when nothing answers."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, ""
+    except OSError:
+        return 0, ""
+
+
+def reconcile_count(port: int, result: str = "") -> float:
+    """Reconcile passes an operator on `port` has finished, all results or one (from /metrics)."""
+    _, body = http_get(f"http://127.0.0.1:{port}/metrics")
+    pattern = rf'^multigres_pools_operator_reconciles_total\{{result="{result or "[a-z]+"}"\}} (\S+)$'
+    return sum(float(v) for v in re.findall(pattern, body, re.M))
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+# --- the cluster side ---------------------------------------------------------------------------
+def install_crd(kube: KubeClient) -> None:
+    from ansible_collections.multigres.pools.plugins.module_utils import crd
+
+    doc = crd.shard_crd()
+    kube.apply(doc, FIELD_MANAGER, force=True)
+
+    def established() -> bool:
+        live = kube.get(doc["apiVersion"], doc["kind"], None, doc["metadata"]["name"]) or {}
+        conds = (live.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conds)
+
+    wait_for(established, 60, "the MultigresShard CRD to be established")
+
+
+def ensure_namespace(kube: KubeClient, namespace: str) -> None:
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, FIELD_MANAGER)
+
+
+def pod_index(pod: Manifest) -> int:
+    return int(((pod.get("metadata") or {}).get("labels") or {}).get(keys.LABEL_INDEX, "-1"))
+
+
+def is_ready(pod: Manifest) -> bool:
+    conds = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+@dataclass
+class _Peer:
+    uid: str
+    pod: str
+    cell: str
+    index: int
+    peer: Any  # tests.peers.multipooler_peer.MultipoolerPeer
+
+
+@dataclass
+class SyncSnapshot:
+    at: float
+    primary: str | None
+    standbys: tuple[str, ...]  # pod names in the primary's synchronous standby list
+
+
+class SimulatedNodes(threading.Thread):
+    """The kubelet, the multipoolers, MultiOrch's Deployment status and its replication set-up, for
+    the pods of one namespace."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, topo_endpoint: str, topo_root: str,
+                 interval: float = 0.2) -> None:
+        super().__init__(name="simulated-nodes", daemon=True)
+        self.kubeconfig, self.namespace = kubeconfig, namespace
+        self.topo_endpoint, self.topo_root = topo_endpoint, topo_root
+        self.interval = interval
+        self.peers: dict[str, _Peer] = {}
+        self.history: list[SyncSnapshot] = []
+        self.errors: list[str] = []
+        self._halt = threading.Event()
+        self._lock = threading.Lock()
+
+    # --- public views -------------------------------------------------------------------------------
+    def primary(self) -> str | None:
+        with self._lock:
+            return next((p.pod for p in self.peers.values() if p.peer.role == "PRIMARY"), None)
+
+    def sync_standbys(self) -> tuple[str, ...]:
+        with self._lock:
+            return self._standby_pods()
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(10)
+        with self._lock:
+            for p in self.peers.values():
+                p.peer.stop()
+            self.peers.clear()
+
+    # --- the loop -----------------------------------------------------------------------------------
+    def run(self) -> None:
+        from kubernetes import client, config
+
+        from tests.cluster.kubelet import FakeKubelet
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
+        kubelet = FakeKubelet(client.ApiClient(configuration))
+        kube = connect(str(self.kubeconfig))
+        while not self._halt.is_set():
+            try:
+                self.step(kube, kubelet)
+            except Exception as exc:  # keep playing the nodes; the test/demo reports what went wrong
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                kube.close()
+            self._halt.wait(self.interval)
+
+    def step(self, kube: KubeClient, kubelet: Any) -> None:
+        kubelet.bind_all_pvcs(self.namespace)
+        self._run_deployments(kube)
+        pods = kube.list("v1", "Pod", self.namespace, keys.LABEL_SHARD)
+        live = {p["metadata"]["name"]: p for p in pods}
+        with self._lock:
+            for name in [n for n, peer in self.peers.items()
+                         if n not in live or live[n]["metadata"]["uid"] != peer.uid]:
+                self.peers.pop(name).peer.stop()  # the pod is gone: its pooler process goes with it
+            for name, pod in sorted(live.items(), key=lambda item: pod_index(item[1])):
+                if name not in self.peers and not pod["metadata"].get("deletionTimestamp"):
+                    self._start_peer(pod)
+            self._elect_and_join()
+            self._record()
+        for name, pod in live.items():
+            if name in self.peers and not pod["metadata"].get("deletionTimestamp") and not is_ready(pod):
+                kubelet.mark_ready(self.namespace, name)
+
+    def _run_deployments(self, kube: KubeClient) -> None:
+        """MultiOrch Deployments: what the deployment controller and kubelet would report once its
+        pods run (neither runs here). Its replication role is played by _elect_and_join."""
+        selector = f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_MULTIORCH}"
+        for dep in kube.list("apps/v1", "Deployment", self.namespace, selector):
+            want = (dep.get("spec") or {}).get("replicas", 1)
+            status = dep.get("status") or {}
+            generation = dep["metadata"].get("generation")
+            if status.get("readyReplicas") == want and status.get("observedGeneration") == generation:
+                continue
+            kube.merge_patch("apps/v1", "Deployment", self.namespace, dep["metadata"]["name"], {"status": {
+                "observedGeneration": generation, "replicas": want, "readyReplicas": want,
+                "availableReplicas": want, "updatedReplicas": want}}, field_manager=FIELD_MANAGER,
+                subresource="status")
+
+    def _start_peer(self, pod: Manifest) -> None:
+        from tests.peers.multipooler_peer import MultipoolerPeer
+
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        labels = meta.get("labels") or {}
+        hostname = f"{spec.get('hostname', meta['name'])}.{spec.get('subdomain', '')}.{self.namespace}" \
+                   ".svc.cluster.local"
+        peer = MultipoolerPeer(cell=labels[keys.LABEL_CELL], service_id=naming.service_id(meta["name"]),
+                               hostname=hostname, database=labels[keys.LABEL_DATABASE],
+                               table_group=labels[keys.LABEL_TABLEGROUP], shard=labels[keys.LABEL_SHARD]).start()
+        self.peers[meta["name"]] = _Peer(meta["uid"], meta["name"], labels[keys.LABEL_CELL], pod_index(pod), peer)
+        peer.register(self.topo_endpoint, self.topo_root)
+
+    def _elect_and_join(self) -> None:
+        peers = sorted(self.peers.values(), key=lambda p: p.index)
+        primary = next((p for p in peers if p.peer.role == "PRIMARY"), None)
+        if primary is None and peers:
+            primary = peers[0]
+            primary.peer.set_role("PRIMARY")
+            primary.peer.register(self.topo_endpoint, self.topo_root)
+            primary.peer.set_sync_standbys([])
+        if primary is None:
+            return
+        standbys = list(primary.peer.sync_standbys())
+        known = {sid for _, sid in standbys}
+        joined = [(p.cell, p.peer.service_id) for p in peers if p is not primary and p.peer.service_id not in known
+                  and p.peer.service_id not in self._removed_from(primary)]
+        if joined:
+            primary.peer.set_sync_standbys(standbys + joined)
+            primary.peer.set_connected(standbys + joined)
+
+    def _removed_from(self, primary: _Peer) -> set[str]:
+        """Standbys the agent removed (REMOVE calls seen by the primary): never re-added by us."""
+        from multigres_pools.proto.gen import multipoolermanagerdata_pb2 as mpd
+
+        return {sid.name for call in primary.peer.calls("UpdateSynchronousStandbyList")
+                if call.operation == mpd.STANDBY_UPDATE_OPERATION_REMOVE for sid in call.standby_ids}
+
+    def _standby_pods(self) -> tuple[str, ...]:
+        primary = next((p for p in self.peers.values() if p.peer.role == "PRIMARY"), None)
+        if primary is None:
+            return ()
+        by_id = {p.peer.service_id: p.pod for p in self.peers.values()}
+        return tuple(sorted(by_id.get(sid, sid) for _, sid in primary.peer.sync_standbys()))
+
+    def _record(self) -> None:
+        primary = next((p.pod for p in self.peers.values() if p.peer.role == "PRIMARY"), None)
+        snap = SyncSnapshot(time.monotonic(), primary, self._standby_pods())
+        if not self.history or (self.history[-1].primary, self.history[-1].standbys) != (snap.primary, snap.standbys):
+            self.history.append(snap)
+
+
+# --- what happened to the pods --------------------------------------------------------------------
+@dataclass(frozen=True)
+class PodEvent:
+    at: float
+    type: str
+    name: str
+    uid: str
+    index: int
+    drain: str | None
+    role: str | None
+    ready: bool
+    deleting: bool
+    images: tuple[str, ...]
+
+
+def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
+    meta = pod.get("metadata") or {}
+    return PodEvent(at=at, type=event_type, name=meta.get("name", ""), uid=meta.get("uid", ""),
+                    index=pod_index(pod), drain=(meta.get("annotations") or {}).get(keys.ANN_DRAIN_STATE),
+                    role=(meta.get("labels") or {}).get(keys.LABEL_ROLE), ready=is_ready(pod),
+                    deleting=bool(meta.get("deletionTimestamp")),
+                    images=tuple(c.get("image", "") for c in (pod.get("spec") or {}).get("containers") or []))
+
+
+class PodTimeline(threading.Thread):
+    """Every version of every pool pod, from a watch, so no short-lived drain state goes unseen."""
+
+    def __init__(self, kubeconfig: Path, namespace: str) -> None:
+        super().__init__(name="pod-timeline", daemon=True)
+        self.kubeconfig, self.namespace = kubeconfig, namespace
+        self.events: list[PodEvent] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        from kubernetes import client, config, watch
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
+        core = client.CoreV1Api(client.ApiClient(configuration))
+        version = ""
+        while not self._halt.is_set():
+            stream = watch.Watch()
+            try:
+                for ev in stream.stream(core.list_namespaced_pod, self.namespace, label_selector=keys.LABEL_SHARD,
+                                        resource_version=version, timeout_seconds=5):
+                    obj = core.api_client.sanitize_for_serialization(ev["object"])
+                    version = obj["metadata"].get("resourceVersion", version)
+                    self.events.append(pod_event(ev["type"], obj, time.monotonic()))
+                    if self._halt.is_set():
+                        break
+            except Exception:  # an expired resourceVersion or a dropped stream: start over
+                version = ""
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(10)
+
+    def of(self, uid: str) -> list[PodEvent]:
+        return [e for e in self.events if e.uid == uid]
+
+    def drain_states(self, uid: str) -> list[str]:
+        seen: list[str] = []
+        for e in self.of(uid):
+            if e.drain and (not seen or seen[-1] != e.drain):
+                seen.append(e.drain)
+        return seen
+
+    def deleted_at(self, uid: str) -> float | None:
+        return next((e.at for e in self.of(uid) if e.type == "DELETED"), None)
+
+    def created_at(self, uid: str) -> float | None:
+        return next((e.at for e in self.of(uid)), None)
+
+    def uids(self) -> list[str]:
+        return list(dict.fromkeys(e.uid for e in self.events))
+
+
+# --- the whole stack ------------------------------------------------------------------------------
+@dataclass
+class LocalStack:
+    kubeconfig: Path
+    topo_endpoint: str
+    namespace: str
+    workdir: Path
+    topo_root: str = "/multigres/global"
+    operator_args: list[str] = field(default_factory=list)
+    operator: Process | None = None
+    agent: Process | None = None
+    nodes: SimulatedNodes | None = None
+    operator_port: int = field(default_factory=free_port)
+
+    def kube(self) -> KubeClient:
+        return connect(str(self.kubeconfig))
+
+    def prepare(self) -> None:
+        kube = self.kube()
+        install_crd(kube)
+        ensure_namespace(kube, self.namespace)
+        kube.close()
+
+    def start(self) -> LocalStack:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.prepare()
+        self.nodes = SimulatedNodes(self.kubeconfig, self.namespace, self.topo_endpoint, self.topo_root)
+        self.nodes.start()
+        self.operator = Process("operator", [
+            sys.executable, "-m", "multigres_pools.operator", "--namespace", self.namespace,
+            "--kubeconfig", str(self.kubeconfig), "--health-addr", f"127.0.0.1:{self.operator_port}",
+            "--lease-namespace", self.namespace, "--identity", "localstack-operator", "--log-format", "text",
+            "--artifacts-dir", str(self.workdir / "runner"), "--coalesce", "0.05", *self.operator_args,
+        ], self.workdir / "operator.log").start()
+        self.agent = Process("agent", [
+            sys.executable, "-m", "multigres_pools.localstack", "agent", "--kubeconfig", str(self.kubeconfig),
+            "--namespace", self.namespace, "--http", f"127.0.0.1:{free_port()}", "--standalone",
+            "--poll-interval", "1", "--lease-namespace", self.namespace,
+        ], self.workdir / "agent.log").start()
+        return self
+
+    def stop(self) -> None:
+        for proc in (self.operator, self.agent):
+            if proc is not None:
+                proc.stop()
+        if self.nodes is not None:
+            self.nodes.stop()
+
+    def operator_ready(self) -> bool:
+        return http_get(f"http://127.0.0.1:{self.operator_port}/readyz")[0] == 200
+
+    def reconciles(self) -> int:
+        return int(reconcile_count(self.operator_port))
+
+    # --- the shard ------------------------------------------------------------------------------------
+    def apply_shard(self, doc: Manifest) -> Manifest:
+        kube = self.kube()
+        try:
+            return kube.apply(doc, FIELD_MANAGER, force=True)
+        finally:
+            kube.close()
+
+    def get_shard(self, name: str) -> Manifest | None:
+        kube = self.kube()
+        try:
+            return kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, self.namespace, name)
+        finally:
+            kube.close()
+
+    def pods(self) -> list[Manifest]:
+        kube = self.kube()
+        try:
+            return sorted(kube.list("v1", "Pod", self.namespace, keys.LABEL_SHARD), key=pod_index)
+        finally:
+            kube.close()
+
+    def delete_shard(self, name: str, timeout: float = 120) -> None:
+        kube = self.kube()
+        try:
+            kube.delete(keys.API_GROUP_VERSION, keys.SHARD_KIND, self.namespace, name)
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+        wait_for(lambda: self.get_shard(name) is None, timeout, f"shard {name} to be deleted")
+        kube.close()
+
+
+def _agent_main(argv: list[str]) -> int:
+    from multigres_pools import dataplane
+    from multigres_pools.agent import __main__ as agent_main
+    from multigres_pools.agent import logs
+
+    args = agent_main.parser().parse_args(argv)
+    logs.setup(args.log_level)
+    plane = dataplane.make(args.era, rpc_timeout=args.rpc_timeout, dial_host=lambda _hostname: "127.0.0.1")
+    agent_main.build(argv, dataplane=plane).run()
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["agent"]:
+        sys.exit(_agent_main(sys.argv[2:]))
+    sys.exit(f"usage: python -m {__spec__.name if __spec__ else 'multigres_pools.localstack'} agent <agent args>")

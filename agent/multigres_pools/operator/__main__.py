@@ -1,0 +1,188 @@
+"""`multigres-pools operator`: watch MultigresShards and reconcile each through playbooks/reconcile.yml."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from . import cpu
+from .metrics import Metrics
+
+log = logging.getLogger("multigres_pools.operator")
+
+
+def _parser() -> argparse.ArgumentParser:
+    env = os.environ.get
+    p = argparse.ArgumentParser(prog="multigres-pools operator", description=__doc__)
+    p.add_argument("--namespace", "-n", action="append", default=None,
+                   help="namespace to watch (repeatable; default: $WATCH_NAMESPACE, comma-separated)")
+    p.add_argument("--all-namespaces", action="store_true", help="watch every namespace (needs ClusterRoles)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    p.add_argument("--playbook", type=Path, default=None,
+                   help="reconcile playbook (default: playbooks/reconcile.yml)")
+    p.add_argument("--artifacts-dir", type=Path,
+                   default=Path(env("RUNNER_ARTIFACTS_DIR", "/tmp/multigres-pools-operator")),
+                   help="ansible-runner private data dirs, one per shard")
+    p.add_argument("--keep-artifacts", type=int, default=int(env("KEEP_ARTIFACTS", "3")),
+                   help="runs kept on disk per shard")
+    p.add_argument("--max-concurrent-reconciles", type=int,
+                   default=int(env("MAX_CONCURRENT_RECONCILES", "0")) or None,
+                   help="default: 2 per CPU of the container's cgroup limit (4 if unlimited)")
+    p.add_argument("--coalesce", type=float, default=0.1, help="seconds to gather a burst of events")
+    p.add_argument("--resync-period", type=float, default=600.0, help="seconds between safety resyncs")
+    p.add_argument("--shutdown-grace", type=float, default=20.0,
+                   help="seconds running reconciles may finish at shutdown before being cancelled")
+    p.add_argument("--health-addr", default=env("HEALTH_ADDR", "0.0.0.0:8080"),
+                   help="host:port serving /healthz, /readyz and /metrics")
+    p.add_argument("--no-leader-elect", dest="leader_elect", action="store_false",
+                   help="act without holding the Lease (only for a single local instance)")
+    p.add_argument("--lease-namespace", default=env("POD_NAMESPACE"),
+                   help="default: $POD_NAMESPACE or the first watched namespace")
+    p.add_argument("--lease-name", default="multigres-pools-operator")
+    p.add_argument("--identity", default=env("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}")
+    p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"))
+    p.add_argument("--log-format", choices=("json", "text"), default=env("LOG_FORMAT", "json"))
+    return p
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"ts": self.formatTime(record), "level": record.levelname, "logger": record.name,
+                 "msg": record.getMessage()}
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def _setup_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter() if fmt == "json" else logging.Formatter(
+        "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    logging.getLogger("kopf").setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
+
+
+def _namespaces(args: argparse.Namespace) -> list[str]:
+    if args.namespace:
+        return args.namespace
+    return [n for n in os.environ.get("WATCH_NAMESPACE", "").split(",") if n]
+
+
+def _api_client(kubeconfig: str | None):  # type: ignore[no-untyped-def]
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config(client_configuration=configuration)
+    else:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    return client.ApiClient(configuration)
+
+
+async def _first(*aws: asyncio.Future | asyncio.Task) -> None:  # type: ignore[type-arg]
+    await asyncio.wait(aws, return_when=asyncio.FIRST_COMPLETED)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    import kopf
+
+    from . import handlers, health
+    from .controller import Controller, Settings
+    from .invalid import InvalidSpecReporter
+    from .leader import LeaseElector
+    from .runner import DEFAULT_PLAYBOOK, PlaybookRunner
+
+    namespaces = _namespaces(args)
+    if not namespaces and not args.all_namespaces:
+        log.error("no namespace to watch: pass --namespace, set WATCH_NAMESPACE, or --all-namespaces")
+        return 2
+    api = _api_client(args.kubeconfig)
+    metrics = Metrics()
+    concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
+    runner = PlaybookRunner(root=args.artifacts_dir, playbook=args.playbook or DEFAULT_PLAYBOOK,
+                            keep_artifacts=args.keep_artifacts)
+    loop_settings = Settings(concurrency=concurrency, coalesce=args.coalesce,
+                             resync_period=args.resync_period, shutdown_grace=args.shutdown_grace)
+    controller = Controller(runner, loop_settings, metrics, report_invalid=InvalidSpecReporter(api))
+    log.info("operator starting: namespaces=%s concurrency=%d (cgroup CPU limit %s)",
+             namespaces or "*", concurrency, cpu.cpu_limit())
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    kopf_ready = asyncio.Event()
+    elector = None
+    if args.leader_elect:
+        lease_ns = args.lease_namespace or (namespaces[0] if namespaces else None)
+        if not lease_ns:
+            log.error("leader election needs --lease-namespace (or $POD_NAMESPACE) with --all-namespaces")
+            return 2
+        elector = LeaseElector(api, lease_ns, args.lease_name, args.identity)
+
+    def ready() -> bool:
+        return kopf_ready.is_set() and (elector is None or elector.is_leader)
+
+    host, _, port = args.health_addr.rpartition(":")
+    web = await health.serve(health.make_app(ready, metrics.registry), host or "0.0.0.0", int(port))
+    try:
+        if elector is not None:
+            acquiring = asyncio.create_task(elector.acquire())
+            stopping = asyncio.create_task(stop.wait())
+            await _first(acquiring, stopping)
+            if not acquiring.done():
+                acquiring.cancel()
+                return 0
+            stopping.cancel()
+            metrics.leader.set(1)
+        settings = handlers.settings()
+        settings.process.ultimate_exiting_timeout = args.shutdown_grace + 30
+        kopf_stop = asyncio.Event()
+        kopf_task = asyncio.create_task(kopf.operator(
+            registry=handlers.registry(controller), settings=settings, standalone=True,
+            clusterwide=args.all_namespaces, namespaces=namespaces, stop_flag=kopf_stop,
+            ready_flag=kopf_ready))
+        work = asyncio.create_task(controller.run(stop))
+        holding = asyncio.create_task(elector.hold() if elector else asyncio.Event().wait())
+        waiting = asyncio.create_task(stop.wait())
+        await _first(waiting, kopf_task, holding)
+        lost = holding.done()
+        crashed = kopf_task.done() and not stop.is_set() and kopf_task.exception() is not None
+        stop.set()
+        kopf_stop.set()
+        holding.cancel()
+        await work
+        with contextlib.suppress(asyncio.CancelledError):
+            await kopf_task
+        if elector is not None:
+            await asyncio.to_thread(elector.release)
+        metrics.leader.set(0)
+        if lost or crashed:
+            log.error("exiting: %s", "leadership lost" if lost else f"kopf stopped: {kopf_task.exception()}")
+            return 1
+        log.info("stopped cleanly")
+        return 0
+    finally:
+        await web.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.kubeconfig:
+        # kopf logs in through the kubernetes client's default loader, which reads $KUBECONFIG once,
+        # when the package is first imported: set it before anything imports it.
+        os.environ["KUBECONFIG"] = args.kubeconfig
+    _setup_logging(args.log_level, args.log_format)
+    return asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""What one run of the reconcile playbook means for the queue.
+
+| result      | cause                                              | next run                          |
+|-------------|----------------------------------------------------|-----------------------------------|
+| converged   | the module succeeded and asked for nothing more    | on the next relevant event/resync |
+| progressing | the module succeeded and returned `requeue_after`  | after `requeue_after`             |
+| invalid     | the spec is invalid (ConfigurationValid=False)     | only when the spec changes        |
+| error       | anything else: API errors, conflicts, runner crash | exponential backoff with jitter   |
+| canceled    | the operator is shutting down                      | by the next leader                |
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+CONFIGURATION_VALID = "ConfigurationValid"
+
+
+class Result(StrEnum):
+    CONVERGED = "converged"
+    PROGRESSING = "progressing"
+    INVALID = "invalid"
+    ERROR = "error"
+    CANCELED = "canceled"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: Result
+    message: str = ""
+    requeue_after: float | None = None
+    changed: bool = False
+    # True when the module already wrote ConfigurationValid=False; otherwise the operator does.
+    status_written: bool = False
+
+
+def _condition(status: Mapping[str, Any] | None, ctype: str) -> Mapping[str, Any] | None:
+    for cond in (status or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def _validation_message(res: Mapping[str, Any]) -> tuple[str, bool] | None:
+    """(message, status already written) if `res` reports an invalid spec, else None."""
+    cond = _condition(res.get("status"), CONFIGURATION_VALID)
+    if cond is not None and cond.get("status") == "False":
+        return str(cond.get("message") or res.get("msg") or "invalid spec"), True
+    errors = res.get("validation_errors") or res.get("errors")
+    if res.get("failed") and errors:
+        lines = [e if isinstance(e, str) else f"{e.get('path', '')}: {e.get('message', e)}" for e in errors]
+        return "; ".join(lines), False
+    return None
+
+
+def _requeue(res: Mapping[str, Any]) -> float | None:
+    value = res.get("requeue_after")
+    if value in (None, "", 0, False):
+        return None
+    seconds = float(value)
+    return seconds if seconds > 0 else None
+
+
+def classify(runner_status: str, module_result: Mapping[str, Any] | None,
+             failures: Sequence[str] = ()) -> Outcome:
+    """Turn an ansible-runner status and the reconcile module's result into an Outcome."""
+    if runner_status == "canceled":
+        return Outcome(Result.CANCELED, "canceled at shutdown")
+    res = module_result or {}
+    invalid = _validation_message(res)
+    if invalid is not None:
+        return Outcome(Result.INVALID, invalid[0], status_written=invalid[1])
+    if runner_status != "successful" or res.get("failed") or not module_result:
+        detail = res.get("msg") or "; ".join(failures)
+        if not module_result and not detail:
+            detail = f"the playbook ended '{runner_status}' before the reconcile task reported"
+        return Outcome(Result.ERROR, str(detail or f"runner status {runner_status}"))
+    requeue = _requeue(res)
+    return Outcome(Result.PROGRESSING if requeue else Result.CONVERGED, str(res.get("msg") or ""),
+                   requeue_after=requeue, changed=bool(res.get("changed")))
+
+
+def action_summary(module_result: Mapping[str, Any] | None) -> str:
+    """The writes of one pass, counted by verb and kind: "apply Pod x3, apply PersistentVolumeClaim x3"."""
+    actions = (module_result or {}).get("actions") or []
+    counts = Counter(f"{a.get('verb', '?')} {a.get('kind', '?')}" for a in actions if isinstance(a, Mapping))
+    return ", ".join(f"{what} x{n}" for what, n in counts.items()) or "none"

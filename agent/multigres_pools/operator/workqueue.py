@@ -1,0 +1,141 @@
+"""A per-shard work queue that coalesces bursts of events into one reconcile.
+
+Semantics (the same as controller-runtime's workqueue, plus deadlines and gates):
+- a shard is queued at most once; adding it again keeps the earlier deadline, so a burst of
+  events within the coalescing window becomes one run and a late event never postpones an
+  early one;
+- a shard is never processed by two workers at once; events that arrive while it runs mark it
+  dirty and it runs once more after the current run;
+- a gate ("not before") holds a shard back after a failure (backoff) or an invalid spec; events
+  caused by the run itself respect the gate, and only a forced add (the spec changed) lifts it.
+
+`WorkQueue` is pure: every method takes `now`. `AsyncWorkQueue` drives it on an asyncio loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field
+
+Key = Hashable
+
+
+@dataclass
+class WorkQueue:
+    _due: dict[Key, float] = field(default_factory=dict)
+    _dirty: dict[Key, float] = field(default_factory=dict)
+    _processing: set[Key] = field(default_factory=set)
+    _gate: dict[Key, float] = field(default_factory=dict)
+
+    def add(self, key: Key, at: float, *, force: bool = False) -> None:
+        """Ask for `key` to run at `at` or earlier; `force` lifts a gate (the spec changed)."""
+        if force:
+            self._gate.pop(key, None)
+        at = max(at, self._gate.get(key, -math.inf))
+        pending = self._dirty if key in self._processing else self._due
+        if at < pending.get(key, math.inf):
+            pending[key] = at
+
+    def gate(self, key: Key, until: float) -> None:
+        """Hold `key` back until `until` (math.inf: until a forced add)."""
+        self._gate[key] = until
+        for pending in (self._due, self._dirty):
+            if key in pending:
+                pending[key] = max(pending[key], until)
+
+    def gated_until(self, key: Key) -> float | None:
+        return self._gate.get(key)
+
+    def pop(self, now: float) -> Key | None:
+        """The ready key with the earliest deadline (now marked as processing), or None."""
+        best: Key | None = None
+        best_at = math.inf
+        for key, at in self._due.items():
+            if at <= now and at < best_at:
+                best, best_at = key, at
+        if best is not None:
+            del self._due[best]
+            self._processing.add(best)
+        return best
+
+    def done(self, key: Key) -> None:
+        """The run of `key` finished; if it was marked dirty meanwhile, queue it again."""
+        self._processing.discard(key)
+        if key in self._dirty:
+            self.add(key, self._dirty.pop(key))
+
+    def forget(self, key: Key) -> None:
+        """Drop every trace of `key` (its shard is gone); a running instance finishes normally."""
+        self._due.pop(key, None)
+        self._dirty.pop(key, None)
+        self._gate.pop(key, None)
+
+    def next_deadline(self) -> float | None:
+        finite = [at for at in self._due.values() if at != math.inf]
+        return min(finite, default=None)
+
+    def depth(self) -> int:
+        """Shards waiting to run (queued or dirty), not counting those running."""
+        return len(self._due) + len(self._dirty)
+
+    def processing(self) -> frozenset[Key]:
+        return frozenset(self._processing)
+
+    def __contains__(self, key: Key) -> bool:
+        return key in self._due or key in self._dirty or key in self._processing
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter({*self._due, *self._dirty, *self._processing})
+
+
+class AsyncWorkQueue:
+    """`WorkQueue` on the running loop's monotonic clock, with an awaitable `get`."""
+
+    def __init__(self, coalesce: float = 0.1) -> None:
+        self.coalesce = coalesce
+        self.queue = WorkQueue()
+        self._changed = asyncio.Event()
+        self._closed = False
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def _wake(self) -> None:
+        self._changed.set()
+
+    def add(self, key: Key, delay: float | None = None, *, force: bool = False) -> None:
+        """Queue `key` after `delay` seconds (default: the coalescing window)."""
+        self.queue.add(key, self.now() + (self.coalesce if delay is None else delay), force=force)
+        self._wake()
+
+    def gate(self, key: Key, seconds: float) -> None:
+        self.queue.gate(key, self.now() + seconds)
+        self._wake()
+
+    def done(self, key: Key) -> None:
+        self.queue.done(key)
+        self._wake()
+
+    def forget(self, key: Key) -> None:
+        self.queue.forget(key)
+        self._wake()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake()
+
+    async def get(self) -> Key | None:
+        """The next ready key; None once the queue is closed."""
+        while not self._closed:
+            key = self.queue.pop(self.now())
+            if key is not None:
+                return key
+            self._changed.clear()
+            deadline = self.queue.next_deadline()
+            timeout = None if deadline is None else max(0.0, deadline - self.now())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+        return None

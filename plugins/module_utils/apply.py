@@ -1,0 +1,135 @@
+"""Turn planned actions into API requests.
+
+- Objects are written by server-side apply with one field manager (keys.FIELD_MANAGER).
+- Annotation and ownerReference changes are JSON merge patches that carry the resourceVersion we
+  planned from, so a stale view gets a 409 instead of overwriting someone else's change.
+- Deletes carry uid and resourceVersion preconditions: a recreated or changed object is never
+  deleted by mistake.
+- Finalizers are removed with a JSON patch that first tests the list position it removes.
+- Check mode sends every write as a server-side dry run (events are not sent at all).
+A 409 is not an error: the next pass plans again from fresh state.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from . import facts, keys
+from .actions import Action, Verb
+from .kube import KubeClient, KubeError
+
+Manifest = dict[str, Any]
+REPORTER = "multigres-pools"
+
+
+@dataclass
+class Outcome:
+    action: Action
+    result: str  # done | conflict | gone | failed | skipped
+    message: str = ""
+    after: Manifest | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = self.action.as_dict()
+        out["result"] = self.result
+        if self.message:
+            out["message"] = self.message
+        return out
+
+
+def event_manifest(action: Action, namespace: str, stamp: str) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{action.name}.", "namespace": namespace},
+        "involvedObject": {"apiVersion": action.api_version, "kind": action.kind, "name": action.name,
+                           "namespace": namespace, **({"uid": action.uid} if action.uid else {})},
+        "type": action.event_type,
+        "reason": action.event_reason,
+        "message": action.reason[:1024],
+        "count": 1,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "source": {"component": REPORTER},
+        "reportingComponent": REPORTER,
+        "reportingInstance": os.environ.get("HOSTNAME") or socket.gethostname(),
+    }
+
+
+class Applier:
+    def __init__(self, client: KubeClient, namespace: str, *, dry_run: bool, stamp: str) -> None:
+        self.client, self.namespace, self.dry_run, self.stamp = client, namespace, dry_run, stamp
+
+    def run(self, planned: list[Action]) -> list[Outcome]:
+        """Execute in order; stop at the first real failure (later steps may depend on it)."""
+        outcomes = []
+        for action in planned:
+            outcome = self._one(action)
+            outcomes.append(outcome)
+            if outcome.result == "failed":
+                break
+        return outcomes
+
+    def _one(self, action: Action) -> Outcome:
+        try:
+            return Outcome(action, *self._send(action))
+        except KubeError as exc:
+            if exc.status == 409:
+                return Outcome(action, "conflict", f"changed since it was read; replanned next pass ({exc.message})")
+            if exc.status == 404:
+                return Outcome(action, "gone", "already gone")
+            return Outcome(action, "failed", exc.message)
+
+    def _send(self, action: Action) -> tuple[str, str, Manifest | None]:
+        ns = None if action.kind == "Namespace" else self.namespace
+        client, dry = self.client, self.dry_run
+        if action.verb is Verb.APPLY:
+            return "done", "", client.apply(action.body or {}, keys.FIELD_MANAGER, dry_run=dry)
+        if action.verb is Verb.PATCH:
+            body = copy.deepcopy(action.body or {})
+            if action.resource_version:
+                body.setdefault("metadata", {})["resourceVersion"] = action.resource_version
+            return "done", "", client.merge_patch(action.api_version, action.kind, ns, action.name, body,
+                                                  field_manager=keys.FIELD_MANAGER, dry_run=dry)
+        if action.verb is Verb.DELETE:
+            after = client.delete(action.api_version, action.kind, ns, action.name, uid=action.uid,
+                                  resource_version=action.resource_version, dry_run=dry)
+            return ("done" if after is not None else "gone"), "", after
+        if action.verb is Verb.UNFINALIZE:
+            return self._unfinalize(action, ns)
+        if dry:
+            return "skipped", "events are not recorded in check mode", None
+        return "done", "", client.create(event_manifest(action, self.namespace, self.stamp),
+                                         field_manager=keys.FIELD_MANAGER)
+
+    def _unfinalize(self, action: Action, ns: str | None) -> tuple[str, str, Manifest | None]:
+        name, finalizer = action.name, (action.body or {})["finalizer"]
+        current = list((action.body or {}).get("finalizers") or [])
+        for attempt in (1, 2):
+            if finalizer not in current:
+                return "done", "finalizer already removed", None
+            at = f"/metadata/finalizers/{current.index(finalizer)}"
+            ops = [{"op": "test", "path": at, "value": finalizer}, {"op": "remove", "path": at}]
+            try:
+                return "done", "", self.client.json_patch(action.api_version, action.kind, ns, name, ops,
+                                                          field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
+            except KubeError as exc:
+                if exc.status not in (409, 422) or attempt == 2:
+                    raise
+                live = self.client.get(action.api_version, action.kind, ns, name)
+                if live is None or (action.uid and facts.uid(live) != action.uid):
+                    return "gone", "already gone", None
+                current = facts.finalizers(live)
+        raise AssertionError("unreachable")
+
+
+def write_status(client: KubeClient, cr: Manifest, status: Manifest, *, dry_run: bool) -> Manifest:
+    """Server-side apply of the status subresource with the status field manager."""
+    body = {"apiVersion": cr["apiVersion"], "kind": cr["kind"],
+            "metadata": {"name": facts.name(cr), "namespace": facts.meta(cr).get("namespace")},
+            "status": status}
+    return client.apply(body, keys.STATUS_FIELD_MANAGER, dry_run=dry_run, subresource="status")

@@ -1,0 +1,532 @@
+"""The MultigresShard API: one pydantic model holding every field, default, doc and rule.
+
+Field names follow the Go operator's Shard spec where they overlap (contract §3.7). The CRD schema
+and its CEL rules are generated from these classes by `crd.py`; Python runs the same rules through
+pydantic (`load_shard`) and `check_transition` (pools and cells append-only, cell topology and
+storage size guarded against changes the running pods cannot follow).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from . import keys, naming, quantity
+from .rules import (
+    Rule,
+    SpecModel,
+    TransitionRule,
+    format_validation_error,
+    required_when,
+    transition_errors,
+)
+
+# --- scalar types --------------------------------------------------------------------------------
+_DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+
+DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
+CellName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
+PoolName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
+# Kubernetes label keys (optional DNS prefix) and values, as node labels for nodeSelector.
+LabelKey = Annotated[
+    str, StringConstraints(pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+                           max_length=317),
+]
+LabelValue = Annotated[str, StringConstraints(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$",
+                                              max_length=63)]
+ObjectName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
+Image = Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=r"^\S+$")]
+
+
+def _quantity(text: str) -> str:
+    quantity.parse(text)
+    return text
+
+
+Quantity = Annotated[str, StringConstraints(pattern=quantity.PATTERN, max_length=64), AfterValidator(_quantity)]
+Cron = Annotated[str, StringConstraints(pattern=r"^(\S+\s+){4}\S+$", max_length=128)]
+Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(\.[0-9]+)?(h|m|s))+$", max_length=32)]
+GucName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.]*$", max_length=128)]
+
+LogLevel = Literal["debug", "info", "warn", "error"]
+PullPolicy = Literal["Always", "IfNotPresent", "Never"]
+AccessMode = Literal["ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod", "ReadOnlyMany"]
+PVCPolicyName = Literal["Retain", "Delete"]
+
+# The durability policies era-A Multigres understands (contract §2.7); the agent parses the same pattern.
+DURABILITY_POLICY_PATTERN = r"^(MULTI_CELL_)?AT_LEAST_([1-9][0-9]?)$"
+
+DEFAULT_MULTIGRES_IMAGE = "ghcr.io/multigres/multigres:sha-d782aa0"
+DEFAULT_PGCTLD_IMAGE = "ghcr.io/multigres/pgctld:sha-d782aa0"
+DEFAULT_EXPORTER_IMAGE = "quay.io/prometheuscommunity/postgres-exporter:v0.18.1"
+
+
+def _unique(values: list[str]) -> list[str]:
+    dupes = sorted({v for v in values if values.count(v) > 1})
+    if dupes:
+        raise ValueError(f"duplicate entries: {', '.join(dupes)}")
+    return values
+
+
+# A list without duplicates: a `set` list in the CRD (the apiserver rejects duplicates too).
+CellList = Annotated[
+    list[CellName], AfterValidator(_unique), Field(json_schema_extra={"x-kubernetes-list-type": "set"}),
+]
+
+
+def _size_grows(old: Storage, new: Storage) -> bool:
+    return quantity.parse(new.size) >= quantity.parse(old.size)
+
+
+# --- leaves --------------------------------------------------------------------------------------
+class Storage(SpecModel):
+    """A persistent volume claim request."""
+
+    __rules__: ClassVar = (
+        Rule(
+            name="storage-size-positive", cel="quantity(self.size).isGreaterThan(quantity('0'))",
+            message="storage size must be greater than zero",
+            check=lambda s: quantity.parse(s.size) > 0, field_path=".size",
+        ),
+    )
+    __transitions__: ClassVar = (
+        TransitionRule(
+            name="storage-grow-only",
+            cel="quantity(self.size).compareTo(quantity(oldSelf.size)) >= 0",
+            message="storage size can only grow: Kubernetes cannot shrink a bound volume",
+            check=_size_grows, field_path=".size",
+        ),
+    )
+
+    size: Quantity = Field("1Gi", description="Requested size of each volume (grow-only).")
+    class_: ObjectName | None = Field(
+        None, alias="class", description="StorageClass name; the cluster default when unset.",
+    )
+    access_modes: list[AccessMode] = Field(
+        ["ReadWriteOnce"], min_length=1, max_length=4, description="PVC access modes.",
+    )
+
+
+class BackupStorage(Storage):
+    size: Quantity = Field("10Gi", description="Requested size of the shared backup volume (grow-only).")
+
+
+class Resources(SpecModel):
+    """Container resource requests and limits (Kubernetes quantities)."""
+
+    requests: dict[Annotated[str, StringConstraints(max_length=63)], Quantity] = Field(
+        {}, max_length=8, description="Resource requests, e.g. {cpu: 500m, memory: 1Gi}.",
+    )
+    limits: dict[Annotated[str, StringConstraints(max_length=63)], Quantity] = Field(
+        {}, max_length=8, description="Resource limits.",
+    )
+
+
+class ContainerSettings(SpecModel):
+    resources: Resources = Field({}, description="Requests and limits of this container.")
+
+
+class Toleration(SpecModel):
+    """A pod toleration (same fields as core/v1 Toleration)."""
+
+    key: Annotated[str, StringConstraints(max_length=317)] | None = None
+    operator: Literal["Exists", "Equal"] | None = None
+    value: Annotated[str, StringConstraints(max_length=63)] | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+
+class LocalObjectReference(SpecModel):
+    name: ObjectName = Field(description="Name of an object in the shard's namespace.")
+
+
+class SecretKeyRef(SpecModel):
+    name: ObjectName = Field(description="Secret name (in the shard's namespace).")
+    key: Annotated[str, StringConstraints(min_length=1, max_length=253)] = Field(
+        "password", description="Key inside the Secret.",
+    )
+
+
+class ConfigMapKeyRef(SpecModel):
+    name: ObjectName = Field(description="ConfigMap name (in the shard's namespace).")
+    key: Annotated[str, StringConstraints(min_length=1, max_length=253)] = Field(
+        "postgresql.conf.tmpl", description="Key holding the postgresql.conf template.",
+    )
+
+
+class PVCDeletionPolicy(SpecModel):
+    """What happens to data PVCs when the shard is deleted or a pool scales down."""
+
+    when_deleted: PVCPolicyName = Field("Retain", description="Shard deleted: keep (Retain) or garbage-collect.")
+    when_scaled: PVCPolicyName = Field("Delete", description="Replica removed by scale-down: delete or keep.")
+
+
+class PVCDeletionPolicyOverride(SpecModel):
+    """Per-pool override; each unset field falls back to the shard's `pvcDeletionPolicy`."""
+
+    when_deleted: PVCPolicyName | None = None
+    when_scaled: PVCPolicyName | None = None
+
+
+# --- images, topology, logs ----------------------------------------------------------------------
+class Images(SpecModel):
+    image_pull_policy: PullPolicy = Field("IfNotPresent", description="Pull policy for every container.")
+    image_pull_secrets: list[LocalObjectReference] = Field([], max_length=8, description="Pull secrets.")
+    multipooler: Image = Field(DEFAULT_MULTIGRES_IMAGE, description="Image running `multipooler`.")
+    multiorch: Image = Field(DEFAULT_MULTIGRES_IMAGE, description="Image running `multiorch`.")
+    postgres: Image = Field(DEFAULT_PGCTLD_IMAGE, description="Image running pgctld and PostgreSQL.")
+    postgres_exporter: Image = Field(DEFAULT_EXPORTER_IMAGE, description="Prometheus postgres-exporter image.")
+
+
+class GlobalTopoServer(SpecModel):
+    address: Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=r"^\S+$")] = Field(
+        description="Global topology etcd client address(es), comma-separated host:port.",
+    )
+    root_path: Annotated[str, StringConstraints(pattern=r"^/\S*$", max_length=512)] = Field(
+        "/multigres/global", description="Root key of the global topology in etcd.",
+    )
+    implementation: Literal["etcd2"] = Field("etcd2", description="Topology backend.")
+
+
+class LogLevels(SpecModel):
+    pgctld: LogLevel = "info"
+    multipooler: LogLevel = "info"
+    multiorch: LogLevel = "info"
+
+
+# --- pools ---------------------------------------------------------------------------------------
+class Pool(SpecModel):
+    """One pool: `replicasPerCell` pods (one PVC each) in every listed cell."""
+
+    __transitions__: ClassVar = (
+        TransitionRule(
+            name="cells-append-only",
+            cel="oldSelf.cells.all(c, c in self.cells)",
+            message="cells are append-only within a pool: removing or renaming a cell would orphan its pods",
+            check=lambda old, new: set(old.cells) <= set(new.cells), field_path=".cells",
+        ),
+    )
+
+    type: Literal["readWrite"] = Field("readWrite", description="Pool type; only readWrite exists today.")
+    cells: CellList = Field(min_length=1, max_length=10, description="Cells this pool runs in (append-only).")
+    replicas_per_cell: int = Field(3, ge=1, le=32, description="Pods (and data PVCs) per cell.")
+    storage: Storage = Field({}, description="Data volume of each pod.")
+    postgres: ContainerSettings = Field({}, description="The pgctld/PostgreSQL container.")
+    multipooler: ContainerSettings = Field({}, description="The multipooler sidecar.")
+    affinity: dict[str, Any] | None = Field(None, description="Pod affinity (core/v1 Affinity), verbatim.")
+    tolerations: list[Toleration] = Field([], max_length=32, description="Pod tolerations.")
+    node_selector: dict[LabelKey, LabelValue] = Field(
+        {}, max_length=16, description="Extra nodeSelector, merged under the cell's topology labels.",
+    )
+    fs_group: int | None = Field(
+        999, ge=1, description="Pod fsGroup; also runAsUser/runAsGroup of pgctld and multipooler.",
+    )
+    pvc_deletion_policy: PVCDeletionPolicyOverride | None = Field(
+        None, description="Overrides the shard's pvcDeletionPolicy for this pool.",
+    )
+
+
+class MultiOrch(SpecModel):
+    replicas: int = Field(1, ge=1, le=5, description="MultiOrch replicas per cell.")
+    cells: CellList = Field(
+        [], max_length=10, description="Cells running a MultiOrch; empty means every cell of every pool.",
+    )
+    resources: Resources = Field({}, description="MultiOrch container resources.")
+    affinity: dict[str, Any] | None = Field(None, description="Pod affinity, verbatim.")
+    tolerations: list[Toleration] = Field([], max_length=32, description="Pod tolerations.")
+    pod_annotations: dict[Annotated[str, StringConstraints(max_length=317)], str] = Field(
+        {}, max_length=32, description="Extra pod annotations.",
+    )
+    pod_labels: dict[LabelKey, LabelValue] = Field({}, max_length=32, description="Extra pod labels.")
+
+
+# --- backup --------------------------------------------------------------------------------------
+class FilesystemBackup(SpecModel):
+    path: Annotated[str, StringConstraints(pattern=r"^/\S*$", max_length=256)] = Field(
+        "/backups", description="Mount path of the shared backup volume in every pool pod.",
+    )
+    storage: BackupStorage = Field({}, description="The shared backup PVC of each cell.")
+
+
+class S3Backup(SpecModel):
+    __rules__: ClassVar = (
+        Rule(
+            name="s3-irsa-exclusive",
+            cel="!has(self.serviceAccountName) || (!has(self.credentialsSecret) && "
+                "!(has(self.useEnvCredentials) && self.useEnvCredentials))",
+            message="serviceAccountName (IRSA) excludes credentialsSecret and useEnvCredentials",
+            check=lambda s: s.service_account_name is None or (
+                s.credentials_secret is None and not s.use_env_credentials),
+            field_path=".serviceAccountName",
+        ),
+    )
+
+    bucket: Annotated[str, StringConstraints(min_length=3, max_length=63)] = Field(description="S3 bucket.")
+    region: Annotated[str, StringConstraints(min_length=1, max_length=63)] = Field(description="S3 region.")
+    endpoint: Annotated[str, StringConstraints(max_length=512)] | None = Field(
+        None, description="Custom endpoint URL (MinIO, Ceph RGW, ...).",
+    )
+    key_prefix: Annotated[str, StringConstraints(max_length=512)] | None = Field(
+        None, description="Prefix of every object key of this shard's repository.",
+    )
+    use_env_credentials: bool | None = Field(
+        None, description="Take AWS credentials from the pod environment.",
+    )
+    credentials_secret: ObjectName | None = Field(
+        None, description="Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.",
+    )
+    service_account_name: ObjectName | None = Field(
+        None, description="ServiceAccount for IRSA / workload identity; pool pods run as it.",
+    )
+
+
+class IssuerRef(SpecModel):
+    name: ObjectName
+    kind: Literal["Issuer", "ClusterIssuer"] = "Issuer"
+    group: Annotated[str, StringConstraints(max_length=253)] = "cert-manager.io"
+
+
+class PgBackRestTLS(SpecModel):
+    """Certificates for pgBackRest's TLS server (standby-initiated backups need them)."""
+
+    __rules__: ClassVar = (
+        required_when("tls-secret-needs-name", "mode", "secret", "secretName",
+                      "mode 'secret' needs secretName (a Secret with ca.crt, tls.crt and tls.key)"),
+        required_when("tls-cert-manager-needs-issuer", "mode", "certManager", "issuerRef",
+                      "mode 'certManager' needs issuerRef"),
+    )
+
+    mode: Literal["auto", "secret", "certManager"] = Field(
+        "auto",
+        description="auto: the operator creates a CA and a certificate; secret: use secretName; "
+                    "certManager: a cert-manager Certificate from issuerRef.",
+    )
+    secret_name: ObjectName | None = Field(None, description="User Secret with ca.crt, tls.crt, tls.key.")
+    issuer_ref: IssuerRef | None = Field(None, description="cert-manager issuer for mode certManager.")
+
+
+class BackupSchedules(SpecModel):
+    full: Cron = Field("0 1 * * 0", description="Cron schedule of full base backups (UTC).")
+    differential: Cron = Field("0 1 * * 1-6", description="Cron schedule of differential backups (UTC).")
+
+
+class Backup(SpecModel):
+    __rules__: ClassVar = (
+        required_when("s3-needs-settings", "type", "s3", "s3", "type 's3' needs the s3 block (bucket, region)"),
+    )
+
+    type: Literal["filesystem", "s3"] = Field("filesystem", description="Where the pgBackRest repository lives.")
+    filesystem: FilesystemBackup = Field({}, description="Shared backup PVC per cell (type filesystem).")
+    s3: S3Backup | None = Field(None, description="S3 repository (type s3); pods then use an emptyDir.")
+    pgbackrest_tls: PgBackRestTLS = Field({}, alias="pgbackrestTLS", description="pgBackRest TLS material.")
+    schedules: BackupSchedules = Field({}, description="Scheduled base backups, run by the agent.")
+    health_threshold: Duration = Field(
+        "25h", description="BackupHealthy turns False when the newest complete backup is older than this.",
+    )
+
+
+# --- the shard -----------------------------------------------------------------------------------
+def _topology_kept(old: MultigresShardSpec, new: MultigresShardSpec) -> bool:
+    return all(new.cell_topology_labels.get(c) == labels for c, labels in old.cell_topology_labels.items())
+
+
+class MultigresShardSpec(SpecModel):
+    """The spec of a MultigresShard: one Multigres shard and everything its pools need."""
+
+    __rules__: ClassVar = (
+        Rule(
+            name="single-database", cel="self.databaseName == 'postgres'",
+            message="only database 'postgres' is supported (Multigres MVP)",
+            check=lambda s: s.database_name == "postgres", field_path=".databaseName",
+        ),
+        Rule(
+            name="single-shard", cel="self.shardName == '0-inf'",
+            message="only shard '0-inf' is supported (Multigres MVP)",
+            check=lambda s: s.shard_name == "0-inf", field_path=".shardName",
+        ),
+    )
+    __transitions__: ClassVar = (
+        TransitionRule(
+            name="pools-append-only", cel="oldSelf.pools.all(p, p in self.pools)",
+            message="pools are append-only: removing or renaming a pool would orphan its pods and PVCs",
+            check=lambda old, new: set(old.pools) <= set(new.pools), field_path=".pools",
+        ),
+        TransitionRule(
+            name="cell-topology-immutable",
+            cel="!has(oldSelf.cellTopologyLabels) || oldSelf.cellTopologyLabels.all(c, "
+                "has(self.cellTopologyLabels) && c in self.cellTopologyLabels && "
+                "self.cellTopologyLabels[c] == oldSelf.cellTopologyLabels[c])",
+            message="a cell's topology labels (zone/region) are immutable once set: "
+                    "its pods and volumes are bound there",
+            check=_topology_kept, field_path=".cellTopologyLabels",
+        ),
+    )
+
+    cluster_name: DnsLabel = Field(description="Multigres cluster name; the first part of every object name.")
+    database_name: Annotated[str, StringConstraints(max_length=30)] = Field(
+        "postgres", description="Database; only 'postgres' today.",
+    )
+    table_group_name: Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=25)] = Field(
+        "default", description="Table group.",
+    )
+    shard_name: Annotated[str, StringConstraints(max_length=25)] = Field(
+        "0-inf", description="Shard; only '0-inf' today.",
+    )
+    images: Images = Field({}, description="Container images.")
+    global_topo_server: GlobalTopoServer = Field(description="The global topology server.")
+    pools: dict[PoolName, Pool] = Field(
+        min_length=1, max_length=8, description="Pools by name (append-only).",
+    )
+    cell_topology_labels: dict[CellName, dict[LabelKey, LabelValue]] = Field(
+        {}, max_length=32,
+        description="Per cell, the node labels its pods must run on (nodeSelector), e.g. "
+                    "{zone1: {topology.kubernetes.io/zone: us-east-1a}}. Immutable per cell once set.",
+    )
+    multiorch: MultiOrch = Field({}, description="MultiOrch Deployments, one per cell.")
+    backup: Backup = Field({}, description="pgBackRest repository, TLS and schedules.")
+    pvc_deletion_policy: PVCDeletionPolicy = Field({}, description="Data PVC lifecycle; pools may override.")
+    postgres_config: dict[GucName, Annotated[str, StringConstraints(max_length=1024)]] = Field(
+        {}, max_length=256,
+        description="postgresql.conf overrides, rendered into the shard's postgres-config ConfigMap.",
+    )
+    postgres_config_ref: ConfigMapKeyRef | None = Field(
+        None, description="A ConfigMap key holding a full postgresql.conf template for pgctld.",
+    )
+    pg_hba_template: Annotated[str, StringConstraints(max_length=16384)] | None = Field(
+        None, description="pg_hba.conf template for pgctld ({{.User}} is the superuser); see docs/api.md "
+                          "for the default.",
+    )
+    initdb_args: Annotated[str, StringConstraints(max_length=512)] | None = Field(
+        None, description="Extra initdb arguments (POSTGRES_INITDB_ARGS).",
+    )
+    postgres_superuser: Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*$", max_length=63)] = Field(
+        "postgres", description="PostgreSQL superuser name.",
+    )
+    postgres_password_secret_ref: SecretKeyRef | None = Field(
+        None, description="Secret holding the superuser password; default `<shard>-postgres-password`/password.",
+    )
+    log_levels: LogLevels = Field({}, description="Log levels per component.")
+    durability_policy: Annotated[str, StringConstraints(pattern=DURABILITY_POLICY_PATTERN, max_length=63)] = Field(
+        "AT_LEAST_2",
+        description="Bootstrap durability policy registered with the database: `AT_LEAST_<n>` or "
+                    "`MULTI_CELL_AT_LEAST_<n>` (contract §2.7).",
+    )
+
+    # --- derived values (not fields) --------------------------------------------------------------
+    @property
+    def shard_id(self) -> naming.ShardId:
+        return naming.ShardId(self.cluster_name, self.database_name, self.table_group_name, self.shard_name)
+
+    def pool_cells(self) -> list[str]:
+        """Every cell of every pool, in first-seen order (pools sorted by name)."""
+        seen: dict[str, None] = {}
+        for name in sorted(self.pools):
+            seen.update(dict.fromkeys(self.pools[name].cells))
+        return list(seen)
+
+    def multiorch_cells(self) -> list[str]:
+        return list(self.multiorch.cells) or self.pool_cells()
+
+    def pvc_policy(self, pool: str) -> PVCDeletionPolicy:
+        """The shard policy with the pool's override on top (pool > shard, field by field)."""
+        override = self.pools[pool].pvc_deletion_policy
+        if override is None:
+            return self.pvc_deletion_policy
+        return PVCDeletionPolicy(
+            when_deleted=override.when_deleted or self.pvc_deletion_policy.when_deleted,
+            when_scaled=override.when_scaled or self.pvc_deletion_policy.when_scaled,
+        )
+
+    def password_secret(self) -> SecretKeyRef:
+        return self.postgres_password_secret_ref or SecretKeyRef(
+            name=naming.password_secret_name(self.shard_id), key="password",
+        )
+
+
+class ObjectMeta(BaseModel):
+    """The metadata we read; everything else the apiserver adds is accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: ObjectName
+    namespace: DnsLabel | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    uid: str | None = None
+
+
+class MultigresShard(BaseModel):
+    """A whole MultigresShard document (apiVersion, kind, metadata, spec); status is ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    api_version: Literal["pools.multigres.com/v1alpha1"] = Field(keys.API_GROUP_VERSION, alias="apiVersion")
+    kind: Literal["MultigresShard"] = keys.SHARD_KIND
+    metadata: ObjectMeta
+    spec: MultigresShardSpec
+    status: dict[str, Any] | None = None
+
+
+class Condition(BaseModel):
+    """A kstatus/metav1 condition."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    type: Annotated[str, StringConstraints(min_length=1, max_length=316)]
+    status: Literal["True", "False", "Unknown"]
+    reason: Annotated[str, StringConstraints(max_length=1024)] | None = None
+    message: Annotated[str, StringConstraints(max_length=32768)] | None = None
+    last_transition_time: str | None = Field(None, alias="lastTransitionTime")
+    observed_generation: int | None = Field(None, alias="observedGeneration")
+
+
+class MultigresShardStatus(BaseModel):
+    """What the engine and the agent report; unknown fields are kept so either can grow it."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    observed_generation: int | None = Field(None, alias="observedGeneration")
+    phase: Literal["Initializing", "Progressing", "Healthy", "Degraded", "Unknown"] | None = None
+    message: str | None = None
+    ready_replicas: int | None = Field(None, alias="readyReplicas")
+    conditions: list[Condition] = Field(
+        [], json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    pod_roles: dict[str, str] = Field({}, alias="podRoles")
+
+
+class SpecError(ValueError):
+    """Invalid input: one 'field.path: problem (rule: name)' line per problem."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("invalid MultigresShard:\n" + "\n".join(f"  - {e}" for e in errors))
+
+
+def load_spec(data: Mapping[str, Any], root: str = "spec") -> MultigresShardSpec:
+    try:
+        return MultigresShardSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, root)) from None
+
+
+def load_shard(document: Mapping[str, Any]) -> MultigresShard:
+    """Validate a MultigresShard document; SpecError lists every problem with its field path."""
+    if not isinstance(document, Mapping):
+        raise SpecError([f"(document): expected a mapping, got {type(document).__name__}"])
+    try:
+        return MultigresShard.model_validate(document)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, "")) from None
+
+
+def check_transition(old: MultigresShardSpec, new: MultigresShardSpec) -> list[str]:
+    """Every transition rule `new` breaks against the stored `old` (empty when the update is allowed)."""
+    return transition_errors(old, new, "spec")
+
+
+def spec_to_dict(spec: MultigresShardSpec) -> dict[str, Any]:
+    """The spec as it goes on the wire: camelCase, defaults filled in, unset optionals left out."""
+    return spec.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -1,0 +1,71 @@
+"""Read the live state of one shard: one list request per kind, by the shard's label selector."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import keys, labels
+from .naming import ShardId
+
+if TYPE_CHECKING:
+    from .kube import KubeClient
+
+Manifest = dict[str, Any]
+
+# Kinds listed on every pass besides pods and PVCs: what a shard's shared infrastructure is made of.
+INFRA_KINDS: tuple[tuple[str, str], ...] = (
+    ("v1", "Service"),
+    ("policy/v1", "PodDisruptionBudget"),
+    ("v1", "ConfigMap"),
+    ("apps/v1", "Deployment"),
+)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything the planner may look at. `cr` is the MultigresShard, None when driven from vars."""
+
+    cr: Manifest | None
+    pods: tuple[Manifest, ...] = ()
+    pvcs: tuple[Manifest, ...] = ()
+    others: Mapping[str, tuple[Manifest, ...]] = field(default_factory=dict)
+
+    def find(self, kind: str, name: str) -> Manifest | None:
+        pool = {"Pod": self.pods, "PersistentVolumeClaim": self.pvcs}.get(kind) or self.others.get(kind, ())
+        for obj in pool:
+            if (obj.get("metadata") or {}).get("name") == name:
+                return obj
+        return None
+
+    def all_objects(self) -> Iterable[Manifest]:
+        yield from self.pods
+        yield from self.pvcs
+        for objs in self.others.values():
+            yield from objs
+
+
+def kinds_to_list(desired_objects: Iterable[Manifest]) -> list[tuple[str, str]]:
+    """The infrastructure kinds plus any other kind the renderer produced (Secrets, ...)."""
+    kinds = list(INFRA_KINDS)
+    for obj in desired_objects:
+        key = (obj.get("apiVersion", "v1"), obj["kind"])
+        if key not in kinds and obj["kind"] not in ("Pod", "PersistentVolumeClaim"):
+            kinds.append(key)
+    return kinds
+
+
+def read_shard(client: KubeClient, namespace: str, name: str) -> Manifest | None:
+    return client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name)
+
+
+def observe(client: KubeClient, sid: ShardId, namespace: str, *, cr: Manifest | None,
+            kinds: Iterable[tuple[str, str]] = INFRA_KINDS) -> Observed:
+    shard_sel = labels.selector_string(labels.shard_selector(sid))
+    pod_sel = labels.selector_string({**labels.shard_selector(sid),
+                                      keys.LABEL_APP_COMPONENT: keys.COMPONENT_POOL})
+    pods = client.list("v1", "Pod", namespace, pod_sel)
+    pvcs = client.list("v1", "PersistentVolumeClaim", namespace, shard_sel)
+    others = {kind: tuple(client.list(api_version, kind, namespace, shard_sel)) for api_version, kind in kinds}
+    return Observed(cr=cr, pods=tuple(pods), pvcs=tuple(pvcs), others=others)

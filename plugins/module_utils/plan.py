@@ -1,0 +1,122 @@
+"""The planner: (desired, observed, now) -> ordered actions, each with a reason. Pure: no I/O, no clock.
+
+The rules live in small modules, each citing the seed sections it implements:
+plan_infra (shared objects), plan_pool (pods, data PVCs, drains per pool and cell), plan_drain
+(drain requests, victim choice, switchover), plan_rolling (spec-hash rolling update, shard-wide),
+plan_delete (shard deletion). This module puts them together and checks the spec against what
+already exists (pools and cells are append-only, volumes only grow): any such error means no
+action at all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from . import actions, facts, keys, quantity
+from .actions import Action, Phase
+from .desired import Desired
+from .observe import Observed
+from .plan_context import REQUEUE_DRAIN, Context, PoolView, pool_views
+from .plan_delete import CLEANUP_TIMEOUT, plan_delete
+from .plan_infra import plan_infra
+from .plan_pool import PoolOutcome, plan_pool
+from .plan_rolling import RollingOutcome, plan_rolling
+
+
+@dataclass
+class Plan:
+    actions: list[Action] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    pools: list[PoolOutcome] = field(default_factory=list)
+    rolling: RollingOutcome = field(default_factory=RollingOutcome)
+    waiting: list[str] = field(default_factory=list)
+    requeue_after: float = 0.0
+    deleting: bool = False
+    finished: bool = False
+
+    @property
+    def blocked(self) -> list[str]:
+        return [p.blocked for p in self.pools if p.blocked]
+
+    def lines(self) -> list[str]:
+        """The plan as text, for --diff and logs."""
+        out = [f"error: {e}" for e in self.errors]
+        out += [a.describe() for a in self.actions]
+        out += [f"waiting: {w}" for w in self.waiting]
+        return out or ["nothing to do"]
+
+
+def _storage_errors(views: list[PoolView]) -> list[str]:
+    errors = []
+    for view in views:
+        want = quantity.parse(view.dp.storage_size)
+        for pvc in view.pvcs.values():
+            live = ((pvc.get("spec") or {}).get("resources") or {}).get("requests", {}).get("storage")
+            if live and quantity.parse(live) > want:
+                errors.append(f"spec.pools.{view.dp.pool}.storage.size: {view.dp.storage_size} is smaller than "
+                              f"PVC {facts.name(pvc)} ({live}); volumes can only grow")
+                break
+    return errors
+
+
+def _topology_errors(desired: Desired, observed: Observed) -> list[str]:
+    """Pools and cells are append-only (seed 002 §4, §11): live pods of a pool or cell that left
+    the spec would be orphaned with their topology entries."""
+    wanted = {(p.pool, p.cell) for p in desired.pools}
+    pools = {p.pool for p in desired.pools}
+    errors = set()
+    for pod in observed.pods:
+        lab = facts.labels(pod)
+        pool, cell = lab.get(keys.LABEL_POOL), lab.get(keys.LABEL_CELL)
+        if (pool, cell) in wanted or pool is None:
+            continue
+        if pool not in pools:
+            errors.add(f"spec.pools: pool {pool} still has pods but is missing; pools are append-only")
+        else:
+            errors.add(f"spec.pools.{pool}.cells: cell {cell} still has pods but is missing; "
+                       "cells are append-only")
+    return sorted(errors)
+
+
+def validate_live(desired: Desired, observed: Observed, views: list[PoolView]) -> list[str]:
+    return _topology_errors(desired, observed) + _storage_errors(views)
+
+
+def _shard_finalizer(ctx: Context) -> list[Action]:
+    cr = ctx.observed.cr
+    if cr is None or keys.FINALIZER_SHARD in facts.finalizers(cr):
+        return []
+    body = {"metadata": {"finalizers": [*facts.finalizers(cr), keys.FINALIZER_SHARD]}}
+    return [actions.patch(cr, body, "add the shard finalizer: deletion must clean up pods, PVCs and topology",
+                          Phase.SHARD)]
+
+
+def _ordered(found: list[Action]) -> list[Action]:
+    return sorted(found, key=lambda a: a.phase)  # stable: rule order is kept inside a phase
+
+
+def plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: bool = False,
+         cleanup_timeout: float = CLEANUP_TIMEOUT) -> Plan:
+    ctx = Context(desired, observed, now)
+    views = pool_views(desired, observed)
+    cr = observed.cr
+    if delete or (cr is not None and facts.is_terminating(cr)):
+        outcome = plan_delete(ctx, views, cleanup_timeout)
+        return Plan(actions=_ordered(outcome.actions), waiting=outcome.waiting,
+                    requeue_after=outcome.requeue_after, deleting=True, finished=outcome.finished)
+    errors = validate_live(desired, observed, views)
+    if errors:
+        return Plan(errors=errors)
+    found = _shard_finalizer(ctx) + plan_infra(ctx)
+    outcomes = [plan_pool(ctx, view) for view in views]
+    for outcome in outcomes:
+        found += outcome.actions
+    rolling = plan_rolling(ctx, outcomes)
+    found += rolling.actions
+    waiting = [w for o in outcomes for w in o.waiting] + ([rolling.waiting] if rolling.waiting else [])
+    requeues = [o.requeue_after for o in outcomes if o.requeue_after]
+    if rolling.in_progress or found:
+        requeues.append(REQUEUE_DRAIN)
+    return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, waiting=waiting,
+                requeue_after=min(requeues) if requeues else 0.0)

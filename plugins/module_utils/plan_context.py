@@ -1,0 +1,131 @@
+"""What every part of the planner shares: the inputs of one pass and the pool views built from them."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import actions, facts, keys, naming
+from .desired import Desired, DesiredPool, PVCPolicy
+from .facts import PodFacts
+from .observe import Observed
+
+Manifest = dict[str, Any]
+
+# Contract §3.10: the drain state machine and waits on the agent requeue after 2 s; waiting on
+# pods (kubelet, image pulls, restores) is slower, 5 s.
+REQUEUE_DRAIN = 2.0
+REQUEUE_PODS = 5.0
+
+
+@dataclass(frozen=True)
+class Context:
+    desired: Desired
+    observed: Observed
+    now: dt.datetime
+
+    @property
+    def namespace(self) -> str:
+        return self.desired.namespace
+
+    @property
+    def stamp(self) -> str:
+        return facts.format_time(self.now)
+
+    @property
+    def owner(self) -> Manifest | None:
+        """The ownerReference to the MultigresShard, when the pass is driven by one."""
+        cr = self.observed.cr
+        if not cr or not facts.uid(cr):
+            return None
+        return {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": facts.name(cr),
+                "uid": facts.uid(cr), "controller": True, "blockOwnerDeletion": True}
+
+    def event(self, target: Manifest, event_type: str, reason: str, message: str) -> actions.Action:
+        """Shard-level events go on the CR; without one (vars mode) on the object concerned."""
+        return actions.event(self.observed.cr or target, event_type, reason, message)
+
+    def owned(self, manifest: Manifest, *, owner: bool = True) -> Manifest:
+        """A copy placed in our namespace; its reference to the shard CR present iff `owner` (and a
+        CR drives the pass)."""
+        out = copy.deepcopy(manifest)
+        md = out.setdefault("metadata", {})
+        md["namespace"] = self.namespace
+        ref = self.owner
+        if ref:
+            refs = [r for r in md.get("ownerReferences") or [] if r.get("uid") != ref["uid"]]
+            if owner:
+                refs.append(ref)
+            if refs:
+                md["ownerReferences"] = refs
+            else:
+                md.pop("ownerReferences", None)
+        return out
+
+
+def has_owner_ref(obj: Manifest, owner: Manifest) -> bool:
+    return any(r.get("uid") == owner["uid"] for r in facts.meta(obj).get("ownerReferences") or [])
+
+
+@dataclass
+class PoolView:
+    """The live pods (by index, including terminating ones) and data PVCs of one pool in one cell."""
+
+    dp: DesiredPool
+    pods: dict[int, PodFacts]
+    pvcs: dict[int, Manifest]
+    cancelled: set[str] = field(default_factory=set)
+
+    @property
+    def label(self) -> str:
+        return f"{self.dp.pool}/{self.dp.cell}"
+
+    def ordered(self) -> list[PodFacts]:
+        return [self.pods[i] for i in sorted(self.pods)]
+
+    def is_member(self, pod: PodFacts) -> bool:
+        """Holds one of the `replicas` slots: not DRAINED, not on its way out for good.
+        A drain cancelled in this pass gives its pod the slot back."""
+        if pod.is_drained:
+            return False
+        return not pod.leaving or pod.name in self.cancelled
+
+    def members(self) -> list[PodFacts]:
+        return [p for p in self.ordered() if self.is_member(p)]
+
+    def draining(self) -> list[PodFacts]:
+        return [p for p in self.ordered() if p.in_drain and p.name not in self.cancelled]
+
+    def resize_pending(self, index: int) -> bool:
+        pvc = self.pvcs.get(index)
+        return bool(pvc) and facts.condition_true(pvc, "FileSystemResizePending")
+
+
+def pool_views(desired: Desired, observed: Observed) -> list[PoolView]:
+    sid = desired.shard
+    views = []
+    for dp in desired.pools:
+        base = naming.pool_base(sid, dp.pool, dp.cell)
+        pods: dict[int, PodFacts] = {}
+        for obj in observed.pods:
+            lab = facts.labels(obj)
+            if lab.get(keys.LABEL_POOL) != dp.pool or lab.get(keys.LABEL_CELL) != dp.cell:
+                continue
+            index = facts.index_of(obj, base)
+            if index is not None and facts.name(obj) == naming.pod_name(sid, dp.pool, dp.cell, index):
+                pods[index] = PodFacts.of(obj, index)
+        pvcs: dict[int, Manifest] = {}
+        for obj in observed.pvcs:
+            index = facts.index_of(obj, base)
+            if index is not None and facts.name(obj) == naming.data_pvc_name(sid, dp.pool, dp.cell, index):
+                pvcs[index] = obj
+        views.append(PoolView(dp, pods, pvcs))
+    return views
+
+
+def pvc_owner_wanted(policy: PVCPolicy) -> bool:
+    """Seed 000 "PVC Management": whenDeleted=Delete means an ownerRef to the shard (GC deletes the
+    PVC with it); Retain means none, so the PVC outlives the shard."""
+    return policy is PVCPolicy.DELETE

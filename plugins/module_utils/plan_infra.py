@@ -1,0 +1,58 @@
+"""Shared infrastructure: everything but pool pods and data PVCs (headless Services, PDBs,
+ConfigMaps, backup PVCs, MultiOrch, TLS material). Always present, applied only when the live
+object differs (seed 000 "Resource Topology", "Pod Disruption Budgets")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import actions, compare, facts
+from .actions import Action, Phase
+from .desired import Desired, PVCPolicy
+from .plan_context import Context, has_owner_ref
+
+Manifest = dict[str, Any]
+
+
+def shared_pvc_policy(desired: Desired) -> PVCPolicy:
+    """On shard deletion, the backup PVC (the only copy of the backups) is deleted only when every
+    pool's whenDeleted is Delete."""
+    if desired.pools and all(p.when_deleted is PVCPolicy.DELETE for p in desired.pools):
+        return PVCPolicy.DELETE
+    return PVCPolicy.RETAIN
+
+
+def infra_manifest(ctx: Context, obj: Manifest) -> Manifest:
+    """Every shared object is owned by the shard CR, except a PVC the renderer left unowned
+    (the backup PVC follows whenDeleted)."""
+    owned = obj["kind"] != "PersistentVolumeClaim" or bool(facts.meta(obj).get("ownerReferences"))
+    return ctx.owned(obj, owner=owned)
+
+
+def _without_owner(obj: Manifest) -> Manifest:
+    md = {k: v for k, v in obj["metadata"].items() if k != "ownerReferences"}
+    return {**obj, "metadata": md}
+
+
+def plan_infra(ctx: Context) -> list[Action]:
+    out: list[Action] = []
+    owner = ctx.owner
+    for obj in ctx.desired.objects:
+        want = infra_manifest(ctx, obj)
+        kind, name = want["kind"], want["metadata"]["name"]
+        live = ctx.observed.find(kind, name)
+        if live is None:
+            out.append(actions.apply(want, f"create {kind} {name}", Phase.INFRA))
+            continue
+        diff = compare.difference(live, _without_owner(want))
+        wants_owner = bool(owner) and bool(want["metadata"].get("ownerReferences"))
+        if diff is None and owner and wants_owner and not has_owner_ref(live, owner):
+            diff = "metadata.ownerReferences"
+        if diff:
+            out.append(actions.apply(want, f"update {kind} {name}: {diff} differs from desired", Phase.INFRA))
+        if kind == "PersistentVolumeClaim" and owner and not wants_owner and has_owner_ref(live, owner):
+            refs = [r for r in facts.meta(live).get("ownerReferences") or [] if r.get("uid") != owner["uid"]]
+            out.append(actions.patch(live, {"metadata": {"ownerReferences": refs}},
+                                     f"PVC {name}: owner reference removed, outlives the shard "
+                                     "(whenDeleted=Retain)", Phase.INFRA))
+    return out

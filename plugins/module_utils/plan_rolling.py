@@ -1,0 +1,61 @@
+"""Rolling update on spec-hash drift, for the whole shard (seed 000 "Rolling Updates"; seed 002 §9).
+
+- A pod whose `multigres.com/spec-hash` differs from the desired hash is drifted.
+- Nothing starts while any pool is changing: a drain in any state, a terminating pod, a missing
+  or surplus replica, or a pod that is not Ready. That last gate is what makes "the next pod only
+  after the replacement is Ready" hold (the Go operator lacks it).
+- One victim at a time in the whole shard: replicas first (pool order, then lowest index), the
+  primary last, through a switchover request to the agent before its drain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import keys
+from .actions import Action
+from .facts import PodFacts
+from .plan_context import Context, PoolView
+from .plan_drain import restart
+from .plan_pool import PoolOutcome
+
+
+@dataclass
+class RollingOutcome:
+    updated: int = 0
+    total: int = 0
+    drifted: list[str] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    waiting: str | None = None
+
+    @property
+    def in_progress(self) -> bool:
+        return bool(self.drifted)
+
+    @property
+    def progress(self) -> str:
+        return f"{self.updated}/{self.total} pods updated"
+
+
+def plan_rolling(ctx: Context, outcomes: list[PoolOutcome]) -> RollingOutcome:
+    drifted: list[tuple[PoolView, PodFacts]] = []
+    total = 0
+    for outcome in outcomes:
+        view = outcome.view
+        for pod in view.members():
+            total += 1
+            if pod.spec_hash != view.dp.spec_hash:
+                drifted.append((view, pod))
+    result = RollingOutcome(updated=total - len(drifted), total=total, drifted=[p.name for _, p in drifted])
+    if not drifted:
+        return result
+    busy = [o.view.label for o in outcomes if o.busy]
+    if busy:
+        result.waiting = f"rolling update ({result.progress}) waits for pools to settle: {', '.join(busy)}"
+        return result
+    replicas = [(v, p) for v, p in drifted if not p.is_primary]
+    view, victim = replicas[0] if replicas else drifted[0]
+    why = f"spec-hash {victim.spec_hash} != {view.dp.spec_hash} ({result.progress}" + (
+        ", replicas first)" if replicas else ", primary last)")
+    result.actions = restart(ctx, victim, keys.DrainReason.ROLLING_UPDATE, why)
+    return result

@@ -1,0 +1,193 @@
+"""One reconcile pass of one shard: spec -> model -> render -> observe -> plan -> apply -> status.
+
+Shared by the `shard_reconcile` module, the operator and the benchmark, so every entry point runs
+the same engine. The spec comes from vars (a spec mapping or a whole MultigresShard document) or
+from a MultigresShard read from the cluster.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import facts, keys, model, observe, render, spechash
+from . import plan as planner
+from . import status as shard_status
+from .apply import Applier, Outcome, write_status
+from .kube import KubeClient
+from .plan_delete import CLEANUP_TIMEOUT
+
+Manifest = dict[str, Any]
+_VOLATILE = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+
+@dataclass(frozen=True)
+class Request:
+    namespace: str | None = None
+    spec: Mapping[str, Any] | None = None  # vars mode: the spec of a MultigresShard
+    definition: Mapping[str, Any] | None = None  # vars mode: a whole MultigresShard document
+    name: str | None = None  # CR mode: read this MultigresShard from the cluster
+    state: str = "present"
+    check_mode: bool = False
+    diff: bool = False
+    cleanup_timeout: float = CLEANUP_TIMEOUT
+
+
+@dataclass
+class Result:
+    changed: bool = False
+    failed: bool = False
+    msg: str = ""
+    errors: list[str] = field(default_factory=list)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    plan: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    requeue_after: float = 0.0
+    status: Manifest | None = None
+    finished: bool = False
+    requests: dict[str, int] = field(default_factory=dict)
+    writes: int = 0
+    seconds: float = 0.0
+    diff: list[dict[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "diff"}
+        if self.diff:
+            out["diff"] = self.diff
+        return out
+
+
+def _load(request: Request, cr: Manifest | None) -> tuple[model.MultigresShardSpec, str]:
+    if cr is not None:
+        return model.load_spec(cr.get("spec") or {}), facts.meta(cr).get("namespace") or request.namespace or ""
+    if request.definition is not None:
+        doc = model.load_shard(request.definition)
+        namespace = doc.metadata.namespace or request.namespace
+        if not namespace:
+            raise model.SpecError(["metadata.namespace: required (or pass `namespace`)"])
+        return doc.spec, namespace
+    if not request.namespace:
+        raise model.SpecError(["namespace: required with `spec`"])
+    return model.load_spec(request.spec or {}), request.namespace
+
+
+def _config_hash(client: KubeClient, spec: model.MultigresShardSpec, namespace: str) -> str:
+    ref = spec.postgres_config_ref
+    if ref is None:
+        return ""
+    cm = client.get("v1", "ConfigMap", namespace, ref.name)
+    value = ((cm or {}).get("data") or {}).get(ref.key)
+    if value is None:
+        raise model.SpecError([f"spec.postgresConfigRef: ConfigMap {ref.name} has no key {ref.key!r}"])
+    return spechash.config_hash(value)
+
+
+def _clean(obj: Manifest | None) -> Manifest:
+    if not obj:
+        return {}
+    out = {k: v for k, v in obj.items() if k != "status"}
+    out["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE}
+    return out
+
+
+def _diffs(observed: observe.Observed, outcomes: list[Outcome], lines: list[str]) -> list[dict[str, str]]:
+    import yaml
+
+    out = [{"prepared": "\n".join(lines) + "\n"}]
+    for outcome in outcomes:
+        action = outcome.action
+        if action.verb == "event":
+            continue
+        before = _clean(observed.find(action.kind, action.name) or (observed.cr if action.kind == keys.SHARD_KIND
+                                                                    else None))
+        after = {} if action.verb == "delete" else _clean(outcome.after)
+        out.append({"before_header": f"{action.kind}/{action.name}", "after_header": f"{action.kind}/{action.name}",
+                    "before": yaml.safe_dump(before, sort_keys=True) if before else "",
+                    "after": yaml.safe_dump(after, sort_keys=True) if after else ""})
+    return out
+
+
+def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = None) -> Result:
+    started = time.perf_counter()
+    now = now or dt.datetime.now(dt.UTC)
+    stamp = facts.format_time(now)
+    result = Result()
+    cr = None
+    if request.name:
+        if not request.namespace:
+            raise ValueError("namespace is required with name")
+        cr = observe.read_shard(client, request.namespace, request.name)
+        if cr is None:
+            result.msg = f"MultigresShard {request.namespace}/{request.name} not found"
+            result.finished = request.state == "absent"
+            result.failed = request.state != "absent"
+            return _finish(result, client, started)
+    try:
+        spec, namespace = _load(request, cr)
+        owner = {"name": facts.name(cr), "uid": facts.uid(cr) or ""} if cr else None
+        project_ref = facts.annotations(cr).get(keys.ANN_PROJECT_REF) if cr else None
+        desired = render.desired_state(spec, namespace, owner=owner, project_ref=project_ref,
+                                       referenced_config_hash=_config_hash(client, spec, namespace))
+    except model.SpecError as exc:
+        result.failed, result.errors, result.msg = True, list(exc.errors), str(exc)
+        if cr is not None:
+            _report_invalid(client, request, cr, result, stamp)
+        return _finish(result, client, started)
+
+    observed = observe.observe(client, desired.shard, namespace, cr=cr,
+                               kinds=observe.kinds_to_list(desired.objects))
+    plan = planner.plan(desired, observed, now, delete=request.state == "absent",
+                        cleanup_timeout=request.cleanup_timeout)
+    result.plan, result.waiting, result.requeue_after = plan.lines(), plan.waiting, plan.requeue_after
+    result.finished = plan.finished
+    if plan.errors:
+        result.failed, result.errors = True, plan.errors
+        result.msg = "invalid change:\n" + "\n".join(f"  - {e}" for e in plan.errors)
+        return _finish(result, client, started)
+
+    outcomes = Applier(client, namespace, dry_run=request.check_mode, stamp=stamp).run(plan.actions)
+    result.actions = [o.as_dict() for o in outcomes]
+    result.changed = any(o.result == "done" and o.action.verb != "event" for o in outcomes)
+    failed = [o for o in outcomes if o.result == "failed"]
+    if failed:
+        result.failed = True
+        result.msg = f"{failed[0].action.describe()} failed: {failed[0].message}"
+    if cr is not None and not plan.deleting:
+        new = shard_status.compute(desired, observed, plan, stamp=stamp)
+        result.status = new
+        previous = cr.get("status") or {}
+        if shard_status.changed(previous, new):
+            write_status(client, cr, new, dry_run=request.check_mode)
+            if not request.check_mode:
+                Applier(client, namespace, dry_run=False, stamp=stamp).run(
+                    shard_status.transition_events(cr, previous, new))
+    if request.diff:
+        result.diff = _diffs(observed, outcomes, result.plan)
+    return _finish(result, client, started)
+
+
+def _report_invalid(client: KubeClient, request: Request, cr: Manifest, result: Result, stamp: str) -> None:
+    """An invalid MultigresShard: no child object is touched; the CR's status says why."""
+    previous = cr.get("status") or {}
+    conditions = [
+        {"type": "ConfigurationValid", "status": "False", "reason": "Invalid", "message": "; ".join(result.errors)},
+        {"type": "Stalled", "status": "True", "reason": "InvalidSpec", "message": "; ".join(result.errors)},
+    ]
+    merged = {c["type"]: c for c in previous.get("conditions") or []}
+    merged.update({c["type"]: c for c in conditions})
+    status = {**previous, "phase": "Degraded", "message": result.errors[0],
+              "conditions": list(merged.values())}
+    status = shard_status.carry_transition_times(status, previous, stamp)
+    result.status = status
+    if shard_status.changed(previous, status):
+        write_status(client, cr, status, dry_run=request.check_mode)
+
+
+def _finish(result: Result, client: KubeClient, started: float) -> Result:
+    result.requests = dict(client.counts)
+    result.writes = client.writes
+    result.seconds = round(time.perf_counter() - started, 4)
+    return result

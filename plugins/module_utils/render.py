@@ -1,0 +1,93 @@
+"""Spec to desired objects: pure, deterministic, no cluster access (the render half of the engine).
+
+`desired_state` returns the `Desired` contract the planner consumes; `manifests` expands it into
+the full, sorted list of objects (pods and data PVCs included) for previews and GitOps folders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+
+from . import render_infra as infra
+from .desired import Desired, DesiredPool, Manifest, PVCPolicy
+from .model import MultigresShardSpec
+from .render_context import ShardContext, build_context
+from .render_pod import data_pvc, pool_pod, pool_spec_hash
+
+# Apply order when a tool applies the whole list: config first, pods last.
+KIND_ORDER = (
+    "ConfigMap", "Certificate", "Service", "PersistentVolumeClaim", "PodDisruptionBudget", "Deployment", "Pod",
+)
+
+
+def sort_key(obj: Manifest) -> tuple[int, str, str]:
+    kind = obj["kind"]
+    rank = KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
+    return (rank, kind, obj["metadata"]["name"])
+
+
+def _shard_objects(ctx: ShardContext) -> list[Manifest]:
+    spec = ctx.spec
+    objects = [infra.pg_hba_configmap(ctx)]
+    if spec.postgres_config:
+        objects.append(infra.postgres_config_configmap(ctx))
+    if spec.backup.pgbackrest_tls.mode == "certManager":
+        objects.append(infra.pgbackrest_certificate(ctx))
+    for pool in sorted(spec.pools):
+        for cell in spec.pools[pool].cells:
+            objects += [infra.headless_service(ctx, pool, cell), infra.pod_disruption_budget(ctx, pool, cell)]
+    for cell in spec.multiorch_cells():
+        objects += [infra.multiorch_deployment(ctx, cell), infra.multiorch_service(ctx, cell)]
+    if spec.backup.type == "filesystem":
+        objects += [infra.backup_pvc(ctx, cell) for cell in spec.pool_cells()]
+    return sorted(objects, key=sort_key)
+
+
+def _pools(ctx: ShardContext) -> tuple[DesiredPool, ...]:
+    pools = []
+    for pool in sorted(ctx.spec.pools):
+        settings = ctx.spec.pools[pool]
+        policy = ctx.spec.pvc_policy(pool)
+        for cell in settings.cells:
+            spec_hash = pool_spec_hash(ctx, pool, cell)
+            pools.append(DesiredPool(
+                pool=pool,
+                cell=cell,
+                replicas=settings.replicas_per_cell,
+                spec_hash=spec_hash,
+                storage_size=settings.storage.size,
+                when_scaled=PVCPolicy(policy.when_scaled),
+                when_deleted=PVCPolicy(policy.when_deleted),
+                pod=partial(pool_pod, ctx, pool, cell, spec_hash=spec_hash),
+                pvc=partial(data_pvc, ctx, pool, cell),
+            ))
+    return tuple(pools)
+
+
+def desired_state(
+    spec: MultigresShardSpec,
+    namespace: str,
+    *,
+    owner: Mapping[str, str] | None = None,
+    referenced_config_hash: str = "",
+    project_ref: str | None = None,
+) -> Desired:
+    """What should exist for `spec` in `namespace`.
+
+    owner: {"name", "uid"} of the MultigresShard; when given, every object except the data PVCs
+    (whose owner follows whenDeleted, set by the planner) carries it as controller reference.
+    referenced_config_hash: `spechash.config_hash` of the postgresConfigRef value, if any.
+    """
+    ctx = build_context(spec, namespace, owner=owner, referenced_config_hash=referenced_config_hash,
+                        project_ref=project_ref)
+    return Desired(shard=ctx.sid, namespace=namespace, objects=tuple(_shard_objects(ctx)), pools=_pools(ctx))
+
+
+def manifests(desired: Desired) -> list[Manifest]:
+    """Every object of `desired`, pods and data PVCs included, in apply order."""
+    objects = list(desired.objects)
+    for pool in desired.pools:
+        for index in range(pool.replicas):
+            objects += [pool.pvc(index), pool.pod(index)]
+    return sorted(objects, key=sort_key)

@@ -1,0 +1,64 @@
+"""MultigresShard documents to a kustomize-ready folder: the CRs for GitOps plus a preview of children.
+
+    kustomization.yaml                  resources: the MultigresShard files (what GitOps applies)
+    multigresshard-<name>.yaml          the validated CR, as written (no defaults added)
+    preview/<name>/kustomization.yaml   the exact objects the operator will create, for review;
+    preview/<name>/<kind>-<name>.yaml   not applied by GitOps (see docs/gitops.md)
+
+Shared by the CLI, the `shard_render` module and the ArgoCD plugin, so all three write the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from . import keys, output, render
+from .desired import Manifest
+from .model import MultigresShard, SpecError, check_transition, load_shard, load_spec
+
+Include = Literal["all", "crs", "preview"]
+
+
+def shard_manifest(shard: MultigresShard, namespace: str) -> Manifest:
+    """The CR as it goes to Git: the user's fields only, so defaults stay the operator's to evolve."""
+    meta: dict[str, Any] = {"name": shard.metadata.name, "namespace": namespace}
+    if shard.metadata.labels:
+        meta["labels"] = dict(shard.metadata.labels)
+    if shard.metadata.annotations:
+        meta["annotations"] = dict(shard.metadata.annotations)
+    return {
+        "apiVersion": keys.API_GROUP_VERSION,
+        "kind": keys.SHARD_KIND,
+        "metadata": meta,
+        "spec": shard.spec.model_dump(mode="json", by_alias=True, exclude_unset=True),
+    }
+
+
+def load_checked(document: Mapping[str, Any], previous: Mapping[str, Any] | None = None) -> MultigresShard:
+    """Validate a document and, when the previous spec is known, the update from it."""
+    shard = load_shard(document)
+    if previous is not None:
+        errors = check_transition(load_spec(previous), shard.spec)
+        if errors:
+            raise SpecError(errors)
+    return shard
+
+
+def preview_objects(shard: MultigresShard, namespace: str) -> list[Manifest]:
+    project_ref = shard.metadata.annotations.get(keys.ANN_PROJECT_REF)
+    return render.manifests(render.desired_state(shard.spec, namespace, project_ref=project_ref))
+
+
+def render_files(
+    shards: Iterable[MultigresShard], default_namespace: str = "default", include: Include = "all",
+) -> dict[str, str]:
+    crs, previews = [], []
+    for shard in shards:
+        namespace = shard.metadata.namespace or default_namespace
+        crs.append(shard_manifest(shard, namespace))
+        if include != "crs":
+            objects = preview_objects(shard, namespace)
+            previews.append(output.folder(objects, prefix=f"preview/{shard.metadata.name}/"))
+    top = output.folder(sorted(crs, key=lambda cr: cr["metadata"]["name"])) if include != "preview" else {}
+    return output.merge_folders(top, *previews)

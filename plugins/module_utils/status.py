@@ -1,0 +1,161 @@
+"""The MultigresShard status: kstatus conditions (Ready, Reconciling, Stalled) plus the seed's fields
+(seed 000 "Status Aggregation"; contract §3.7/§3.8). Pure: computed from the observation and the plan.
+
+Conditions keep their lastTransitionTime while their status stays the same, so an unchanged shard
+produces an identical status and the engine writes nothing. Events that describe a change of
+state (PoolEmpty, ScaleDownBlocked) are emitted when the matching condition changes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import facts, keys
+from .actions import Action, event
+from .desired import Desired
+from .observe import Observed
+from .plan import Plan
+
+Manifest = dict[str, Any]
+
+
+def _condition(ctype: str, ok: bool, reason: str, message: str) -> Manifest:
+    return {"type": ctype, "status": "True" if ok else "False", "reason": reason, "message": message}
+
+
+def _pool_pods(observed: Observed) -> list[Manifest]:
+    return [p for p in observed.pods if not facts.is_terminating(p)]
+
+
+def _counts_ready(pod: Manifest) -> bool:
+    """Seed 000: terminating and draining pods are excluded from ready counts."""
+    return (facts.condition_true(pod, "Ready") and not facts.is_terminating(pod)
+            and keys.ANN_DRAIN_STATE not in facts.annotations(pod))
+
+
+def _orch_ready(observed: Observed) -> bool:
+    for dep in observed.others.get("Deployment", ()):
+        if facts.labels(dep).get(keys.LABEL_APP_COMPONENT) != keys.COMPONENT_MULTIORCH:
+            continue
+        want = (dep.get("spec") or {}).get("replicas", 1)
+        if (dep.get("status") or {}).get("readyReplicas", 0) < want:
+            return False
+    return True
+
+
+def _empty_pools(desired: Desired, observed: Observed) -> list[str]:
+    ready: dict[tuple[str, str], int] = {}
+    for pod in observed.pods:
+        if _counts_ready(pod):
+            key = (facts.labels(pod).get(keys.LABEL_POOL, ""), facts.labels(pod).get(keys.LABEL_CELL, ""))
+            ready[key] = ready.get(key, 0) + 1
+    return [f"{p.pool}/{p.cell}" for p in desired.pools if p.replicas > 0 and not ready.get((p.pool, p.cell))]
+
+
+def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
+    """The agent's verdict (JSON in an annotation on the CR): {"healthy", "reason", "message",
+    "lastBackupTime", "lastBackupType"}."""
+    raw = facts.annotations(cr).get(keys.ANN_BACKUP_HEALTH) if cr else None
+    if not raw:
+        return None, {}
+    try:
+        verdict = json.loads(raw)
+    except ValueError:
+        return {"type": "BackupHealthy", "status": "Unknown", "reason": "UnreadableReport",
+                "message": f"annotation {keys.ANN_BACKUP_HEALTH} is not JSON"}, {}
+    healthy = bool(verdict.get("healthy"))
+    cond = _condition("BackupHealthy", healthy, verdict.get("reason") or ("BackupRecent" if healthy else "BackupStale"),
+                      verdict.get("message", ""))
+    extra = {k: verdict[k] for k in ("lastBackupTime", "lastBackupType") if verdict.get(k)}
+    return cond, extra
+
+
+def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors: list[str] | None = None,
+            stamp: str) -> Manifest:
+    errors = list(config_errors or []) + result.errors
+    pods = _pool_pods(observed)
+    ready = sum(_counts_ready(p) for p in pods)
+    total = sum(p.replicas for p in desired.pools)
+    empty = _empty_pools(desired, observed)
+    orch_ready = _orch_ready(observed)
+    pools_ready = total > 0 and ready == total and len(pods) == total + sum(
+        facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.DRAINED for p in pods)
+    crashloop = any(facts.crashlooping(p) for p in pods)
+    rolling = result.rolling
+    busy = bool(result.actions or result.waiting)
+
+    if errors or crashloop or (empty and total):
+        phase = "Degraded"
+    elif pools_ready and orch_ready and not rolling.in_progress and not busy:
+        phase = "Healthy"
+    else:
+        phase = "Progressing"
+
+    available = (_condition("Available", False, "PoolEmpty", f"no ready replica in {', '.join(empty)}") if empty
+                 else _condition("Available", ready == total, "AllPodsReady" if ready == total else "NotAllPodsReady",
+                                 f"{ready}/{total} pods ready"))
+    conditions = [
+        _condition("Ready", phase == "Healthy", phase, f"{ready}/{total} pods ready"),
+        _condition("Reconciling", busy and not errors, "Progressing" if busy else "Converged",
+                   (result.waiting or [a.describe() for a in result.actions] or ["up to date"])[0]),
+        _condition("Stalled", bool(errors), "InvalidSpec" if errors else "NotStalled", "; ".join(errors)),
+        available,
+        _condition("RollingUpdate", rolling.in_progress, "PodsDrifted" if rolling.in_progress else "PodsUpToDate",
+                   rolling.progress),
+        _condition("ScaleDownBlocked", bool(result.blocked), "HealthGate" if result.blocked else "NotBlocked",
+                   "; ".join(result.blocked)),
+        _condition("ConfigurationValid", not errors, "Invalid" if errors else "Valid", "; ".join(errors)),
+    ]
+    backup, backup_fields = _backup_condition(observed.cr)
+    if backup:
+        conditions.append(backup)
+    generation = facts.meta(observed.cr).get("generation") if observed.cr else None
+    for cond in conditions:
+        if generation is not None:
+            cond["observedGeneration"] = generation
+    status: Manifest = {
+        "phase": phase,
+        "message": errors[0] if errors else (result.waiting[0] if result.waiting else f"{ready}/{total} pods ready"),
+        "readyReplicas": ready,
+        "poolsReady": pools_ready,
+        "orchReady": orch_ready,
+        "cells": sorted({facts.labels(p).get(keys.LABEL_CELL, "") for p in pods} - {""}),
+        "podRoles": {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods
+                     if facts.labels(p).get(keys.LABEL_ROLE)},
+        "conditions": conditions,
+        **backup_fields,
+    }
+    if generation is not None:
+        status["observedGeneration"] = generation
+    return carry_transition_times(status, (observed.cr or {}).get("status") or {}, stamp)
+
+
+def carry_transition_times(status: Manifest, previous: Manifest, stamp: str) -> Manifest:
+    """lastTransitionTime moves only when a condition's status changes."""
+    before = {c.get("type"): c for c in previous.get("conditions") or []}
+    for cond in status["conditions"]:
+        old = before.get(cond["type"])
+        same = old is not None and old.get("status") == cond["status"] and old.get("lastTransitionTime")
+        cond["lastTransitionTime"] = old["lastTransitionTime"] if same else stamp
+    return status
+
+
+def changed(previous: Manifest | None, status: Manifest) -> bool:
+    if previous is None:
+        return True
+    return any(previous.get(k) != v for k, v in status.items())
+
+
+def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> list[Action]:
+    """Warnings that fire when their condition turns True (or Available turns to PoolEmpty)."""
+    before = {c.get("type"): c for c in previous.get("conditions") or []}
+    now = {c["type"]: c for c in status["conditions"]}
+    out = []
+    blocked = now["ScaleDownBlocked"]
+    if blocked["status"] == "True" and (before.get("ScaleDownBlocked") or {}).get("status") != "True":
+        out.append(event(cr, "Warning", "ScaleDownBlocked", blocked["message"]))
+    available = now["Available"]
+    if available["reason"] == "PoolEmpty" and (before.get("Available") or {}).get("message") != available["message"]:
+        out.append(event(cr, "Warning", "PoolEmpty", available["message"]))
+    return out

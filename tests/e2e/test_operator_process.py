@@ -1,0 +1,118 @@
+"""The operator process against the real API server: watches, event filtering, leader election,
+health endpoints, metrics and graceful shutdown. The playbook is the test double from
+tests/unit/operator/playbook (the real reconcile is covered by test_story.py)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
+from multigres_pools.localstack import Process, free_port, http_get, install_crd, reconcile_count, wait_for
+
+PLAYBOOK = Path(__file__).parents[1] / "unit" / "operator" / "playbook" / "reconcile.yml"
+SPEC = {"clusterName": "op", "globalTopoServer": {"address": "127.0.0.1:2379"}, "pools": {"main": {"cells": ["z1"]}}}
+
+
+def operator(kubeconfig: Path, namespace: str, tmp: Path, identity: str) -> tuple[Process, int]:
+    port = free_port()
+    proc = Process(identity, [sys.executable, "-m", "multigres_pools.operator", "-n", namespace,
+                              "--kubeconfig", str(kubeconfig), "--playbook", str(PLAYBOOK),
+                              "--health-addr", f"127.0.0.1:{port}", "--identity", identity,
+                              "--artifacts-dir", str(tmp / identity), "--log-format", "text",
+                              "--coalesce", "0.05"], tmp / f"{identity}.log")
+    return proc.start(), port
+
+
+def shard(kube: KubeClient, namespace: str, name: str, **spec: object) -> dict:
+    doc = {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
+           "metadata": {"name": name, "namespace": namespace}, "spec": {**SPEC, **spec}}
+    return kube.apply(doc, "test")
+
+
+@pytest.fixture
+def kube_client(kube) -> KubeClient:  # type: ignore[no-untyped-def]
+    client = connect(str(kube.kubeconfig))
+    install_crd(client)
+    return client
+
+
+def test_operator_reconciles_on_relevant_events_only(kube, namespace, kube_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc, port = operator(kube.kubeconfig, namespace, tmp_path, "op-a")
+    try:
+        wait_for(lambda: http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 60, "readyz")
+        assert http_get(f"http://127.0.0.1:{port}/healthz")[0] == 200
+        lease = kube_client.get("coordination.k8s.io/v1", "Lease", namespace, "multigres-pools-operator")
+        assert lease and lease["spec"]["holderIdentity"] == "op-a"
+
+        cr = shard(kube_client, namespace, "steady")
+        wait_for(lambda: reconcile_count(port, "converged") >= 1, 60, "the first reconcile")
+
+        # A status write (what the module does every pass) must not trigger a run.
+        before = reconcile_count(port)
+        kube_client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, "steady",
+                                {"status": {"phase": "Healthy"}}, field_manager="test", subresource="status")
+        # A pod that belongs to another shard must not either.
+        other = ShardId("other", "postgres", "default", "0-inf")
+        kube_client.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "stranger", "namespace": namespace, "labels": labels.pool_labels(other, "main", "z1")},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}, "test")
+        # ...while a pod owned by our shard does.
+        owner = {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": "steady",
+                 "uid": cr["metadata"]["uid"]}
+        sid = ShardId("op", "postgres", "default", "0-inf")
+        kube_client.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "ours", "namespace": namespace, "labels": labels.pool_labels(sid, "main", "z1"),
+            "ownerReferences": [owner]}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}, "test")
+        wait_for(lambda: reconcile_count(port) >= before + 1, 30, "a run for the owned pod")
+        settled = reconcile_count(port)
+        shard(kube_client, namespace, "steady", pools={"main": {"cells": ["z1"], "replicasPerCell": 2}})
+        wait_for(lambda: reconcile_count(port) >= settled + 1, 30, "a run for the spec change")
+
+        # requeue_after from the module schedules the next run without any event.
+        shard(kube_client, namespace, "waiting")
+        wait_for(lambda: reconcile_count(port, "progressing") >= 2, 60, "a requeued second run")
+
+        # An invalid spec is not retried in a hot loop.
+        shard(kube_client, namespace, "invalid")
+        wait_for(lambda: reconcile_count(port, "invalid") >= 1, 60, "the invalid run")
+        invalid_runs = reconcile_count(port, "invalid")
+        kube_client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, "invalid",
+                                {"metadata": {"annotations": {"touched": "1"}}}, field_manager="test")
+        time.sleep(2)
+        assert reconcile_count(port, "invalid") == invalid_runs
+
+        _, body = http_get(f"http://127.0.0.1:{port}/metrics")
+        for metric in ("multigres_pools_operator_reconcile_duration_seconds_bucket",
+                       "multigres_pools_operator_runner_start_overhead_seconds_count",
+                       "multigres_pools_operator_queue_depth", "multigres_pools_operator_leader 1.0"):
+            assert metric in body
+    finally:
+        code = proc.stop()
+    assert code == 0, proc.tail()
+    lease = kube_client.get("coordination.k8s.io/v1", "Lease", namespace, "multigres-pools-operator")
+    assert lease and not lease["spec"].get("holderIdentity")  # released on a clean shutdown
+
+
+def test_only_the_leader_acts(kube, namespace, kube_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    first, port1 = operator(kube.kubeconfig, namespace, tmp_path, "op-1")
+    try:
+        wait_for(lambda: http_get(f"http://127.0.0.1:{port1}/readyz")[0] == 200, 60, "leader ready")
+        second, port2 = operator(kube.kubeconfig, namespace, tmp_path, "op-2")
+        try:
+            wait_for(lambda: http_get(f"http://127.0.0.1:{port2}/healthz")[0] == 200, 60, "follower alive")
+            shard(kube_client, namespace, "steady")
+            wait_for(lambda: reconcile_count(port1) >= 1, 60, "the leader's run")
+            assert http_get(f"http://127.0.0.1:{port2}/readyz")[0] == 503
+            assert reconcile_count(port2) == 0
+            assert first.stop() == 0  # releases the Lease: the follower takes over at once
+            wait_for(lambda: http_get(f"http://127.0.0.1:{port2}/readyz")[0] == 200, 30, "failover")
+            wait_for(lambda: reconcile_count(port2) >= 1, 60, "the new leader's initial run")
+        finally:
+            assert second.stop() == 0, second.tail()
+    finally:
+        first.stop()

@@ -1,0 +1,24 @@
+"""Fixtures for the reconcile engine's cluster tests: our client, the fake agent, the CRD."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import kube
+
+from tests.helpers.fake_agent import FakeAgent
+from tests.integration.reconcile.rig import Rig, install_crd
+
+
+@pytest.fixture(scope="session")
+def shard_crd(kube):  # type: ignore[no-untyped-def]
+    """The MultigresShard CRD, for tests where a CR drives the pass."""
+    install_crd(kube_client(kube))
+
+
+def kube_client(kube_fixture) -> kube.KubeClient:  # type: ignore[no-untyped-def]
+    return kube.connect(str(kube_fixture.kubeconfig))
+
+
+@pytest.fixture
+def rig(kube, namespace, kubelet):  # type: ignore[no-untyped-def]
+    return Rig(kube_client(kube), namespace, FakeAgent(kube.api_client(), namespace), kubelet)

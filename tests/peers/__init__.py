@@ -1,0 +1,1 @@
+"""Test peers standing in for processes that cannot run here (the multipooler)."""

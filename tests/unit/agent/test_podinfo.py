@@ -1,0 +1,46 @@
+"""Reading a pool pod's topology from its multipooler args, and a MultigresShard's registration."""
+
+from __future__ import annotations
+
+from multigres_pools.agent import podinfo
+from multigres_pools.dataplane.base import BackupLocationKind
+
+ARGS = ["multipooler", "--grpc-port=15270", "--topo-global-server-addresses=etcd-a:2379,etcd-b:2379",
+        "--topo-global-root=/multigres/global", "--cell=zone1", "--database=postgres", "--table-group=default",
+        "--shard=0-inf", "--service-id=p-c250f84b"]
+
+
+def pod(args=ARGS, sidecar=True) -> dict:
+    container = {"name": "multipooler", "args": args}
+    spec = {"initContainers": [container], "containers": []} if sidecar else {"containers": [container]}
+    return {"metadata": {"name": "pod-0"}, "spec": spec}
+
+
+def test_topology_from_sidecar_or_container() -> None:
+    for sidecar in (True, False):
+        top = podinfo.pod_topology(pod(sidecar=sidecar))
+        assert top.topology.global_addresses == ("etcd-a:2379", "etcd-b:2379") and top.cell == "zone1"
+        assert top.pooler_id.name == "p-c250f84b"
+    assert podinfo.pod_topology(pod(ARGS[:4])) is None
+
+
+def test_service_id_defaults_to_the_pod_name_hash() -> None:
+    assert podinfo.pod_topology(pod(ARGS[:-1])).service_id == "p-" + __import__(
+        "ansible_collections.multigres.pools.plugins.module_utils.naming", fromlist=["x"]).hash_parts("pod-0")
+
+
+def test_containers_ready_absent_counts_as_ready() -> None:
+    assert podinfo.containers_ready({"status": {}})
+    assert not podinfo.containers_ready({"status": {"conditions": [{"type": "ContainersReady", "status": "False"}]}})
+
+
+def test_cr_registration() -> None:
+    cr = {"spec": {"globalTopoServer": {"address": "etcd:2379"}, "pools": {"a": {"cells": ["z2", "z1"]}},
+                   "backup": {"type": "s3", "s3": {"bucket": "b", "region": "r", "keyPrefix": "k"},
+                              "healthThreshold": "1h30m"},
+                   "durabilityPolicy": "MULTI_CELL_AT_LEAST_2"}}
+    topo = podinfo.cr_topology(cr)
+    assert topo.cells == ("z1", "z2") and topo.global_root == "/multigres/global" and topo.shard == "0-inf"
+    db = podinfo.cr_database(cr, topo.cells)
+    assert db.backup_kind is BackupLocationKind.S3 and db.s3_key_prefix == "k"
+    assert podinfo.cr_backup_threshold_s(cr) == 5400

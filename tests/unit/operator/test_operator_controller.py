@@ -1,0 +1,86 @@
+"""The controller's scheduling with the real ansible-runner and the test-double reconcile playbook:
+requeue_after is honoured, failures back off, an invalid spec waits for a spec change."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+from multigres_pools.operator.backoff import Backoff
+from multigres_pools.operator.controller import Controller, Settings
+from multigres_pools.operator.outcome import Result
+from multigres_pools.operator.runner import PlaybookRunner
+
+PLAYBOOK = Path(__file__).parent / "playbook" / "reconcile.yml"
+
+
+def cr(name: str, generation: int = 1) -> dict:
+    return {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
+            "metadata": {"name": name, "namespace": "ns", "generation": generation},
+            "spec": {"clusterName": name}}
+
+
+def test_scheduling_by_outcome(tmp_path: Path) -> None:
+    reported: list[tuple[str, str, str]] = []
+    runs: list[tuple[str, Result]] = []
+
+    async def scenario() -> Controller:
+        ctl = Controller(PlaybookRunner(root=tmp_path, playbook=PLAYBOOK),
+                         Settings(concurrency=4, coalesce=0.01, resync_period=3600),
+                         backoff=Backoff(base=60, rand=lambda: 0.0),
+                         report_invalid=lambda ns, name, msg: reported.append((ns, name, msg)))
+        original = ctl.reconcile
+
+        async def recording(key):  # type: ignore[no-untyped-def]
+            outcome = await original(key)
+            runs.append((key[1], outcome.result))
+            return outcome
+
+        ctl.reconcile = recording  # type: ignore[method-assign]
+        stop = asyncio.Event()
+        loop = asyncio.create_task(ctl.run(stop))
+        for name in ("waiting", "boom", "unparsable"):
+            ctl.shard_event(None, cr(name))
+
+        async def until(check) -> None:  # type: ignore[no-untyped-def]
+            for _ in range(600):
+                if check():
+                    return
+                await asyncio.sleep(0.05)
+            raise AssertionError(f"timed out; runs so far: {runs}")
+
+        # requeue_after=1 brings "waiting" back without any event.
+        await until(lambda: [n for n, _ in runs].count("waiting") >= 2)
+        # Events on a failing or invalid shard do not cause runs (backoff / gate) ...
+        ctl.shard_event("MODIFIED", {**cr("boom"), "metadata": {**cr("boom")["metadata"],
+                                                                 "annotations": {"x": "1"}}})
+        ctl.shard_event("MODIFIED", {**cr("unparsable"), "metadata": {**cr("unparsable")["metadata"],
+                                                                       "annotations": {"x": "1"}}})
+        await asyncio.sleep(1.0)
+        assert [n for n, _ in runs].count("boom") == 1
+        assert [n for n, _ in runs].count("unparsable") == 1
+        # ... but a spec change does.
+        ctl.shard_event("MODIFIED", cr("unparsable", generation=2))
+        await until(lambda: [n for n, _ in runs].count("unparsable") == 2)
+        # A deleted shard is forgotten.
+        ctl.shard_event("DELETED", cr("waiting"))
+        await until(lambda: ("ns", "waiting") not in ctl.queue.queue)
+        await asyncio.sleep(1.5)  # longer than its requeue_after: it must not come back
+        assert ("ns", "waiting") not in ctl.queue.queue
+        stop.set()
+        await loop
+        return ctl
+
+    ctl = asyncio.run(scenario())
+    results = dict(runs)
+    assert results["waiting"] is Result.PROGRESSING
+    assert results["boom"] is Result.ERROR and ctl.backoff.failures(("ns", "boom")) == 1
+    assert results["unparsable"] is Result.INVALID
+    # The module could not write status for the unparsable spec, so the operator reported it, once per run.
+    assert [r[:2] for r in reported] == [("ns", "unparsable")] * 2 and "spec.clusterName" in reported[0][2]
+    samples = {s.name: s.value for m in ctl.metrics.registry.collect() for s in m.samples}
+    counts = {s.labels["result"]: s.value for m in ctl.metrics.registry.collect() for s in m.samples
+              if s.name == "multigres_pools_operator_reconciles_total"}
+    assert counts["error"] == 1 and counts["invalid"] == 2 and counts["progressing"] >= 2
+    assert samples["multigres_pools_operator_runner_start_overhead_seconds_count"] == len(runs)

@@ -1,0 +1,113 @@
+import asyncio
+import math
+
+from multigres_pools.operator.workqueue import AsyncWorkQueue, WorkQueue
+
+A, B = ("ns", "a"), ("ns", "b")
+
+
+def test_burst_of_events_becomes_one_run() -> None:
+    q = WorkQueue()
+    for i in range(50):
+        q.add(A, at=1.0 + i * 0.001)
+    assert q.depth() == 1
+    assert q.pop(now=0.5) is None  # not due yet
+    assert q.pop(now=1.0) == A
+    assert q.pop(now=2.0) is None  # nothing else queued
+
+
+def test_a_later_event_never_postpones_an_earlier_deadline() -> None:
+    q = WorkQueue()
+    q.add(A, at=1.0)
+    q.add(A, at=5.0)
+    assert q.next_deadline() == 1.0
+    q.add(A, at=0.5)
+    assert q.next_deadline() == 0.5
+
+
+def test_earliest_deadline_first() -> None:
+    q = WorkQueue()
+    q.add(B, at=2.0)
+    q.add(A, at=1.0)
+    assert q.pop(now=3.0) == A
+    assert q.pop(now=3.0) == B
+
+
+def test_events_during_a_run_cause_exactly_one_more_run() -> None:
+    q = WorkQueue()
+    q.add(A, at=0)
+    assert q.pop(now=0) == A
+    for _ in range(10):
+        q.add(A, at=1.0)
+    assert q.pop(now=5) is None  # never two workers on one shard
+    assert q.depth() == 1
+    q.done(A)
+    assert q.pop(now=5) == A
+    q.done(A)
+    assert q.pop(now=100) is None
+    assert A not in q
+
+
+def test_gate_holds_back_events_until_it_expires() -> None:
+    q = WorkQueue()
+    q.gate(A, until=10.0)
+    q.add(A, at=1.0)  # e.g. a pod event caused by the failed run itself
+    assert q.pop(now=5.0) is None
+    assert q.next_deadline() == 10.0
+    assert q.pop(now=10.0) == A
+
+
+def test_gate_applies_to_dirty_keys_and_pending_deadlines() -> None:
+    q = WorkQueue()
+    q.add(A, at=0)
+    q.pop(now=0)
+    q.add(A, at=1.0)  # dirty while running
+    q.gate(A, until=30.0)
+    q.done(A)
+    assert q.pop(now=29) is None
+    assert q.pop(now=30) == A
+
+
+def test_infinite_gate_is_lifted_only_by_a_forced_add() -> None:
+    q = WorkQueue()
+    q.gate(A, until=math.inf)
+    q.add(A, at=1.0)
+    assert q.next_deadline() is None
+    assert q.pop(now=1e9) is None
+    q.add(A, at=2.0, force=True)  # the spec changed
+    assert q.gated_until(A) is None
+    assert q.pop(now=2.0) == A
+
+
+def test_forget_drops_queue_dirty_and_gate() -> None:
+    q = WorkQueue()
+    q.add(A, at=0)
+    q.gate(B, until=math.inf)
+    q.add(B, at=0)
+    q.forget(A)
+    q.forget(B)
+    assert q.depth() == 0
+    q.add(B, at=1)
+    assert q.pop(now=1) == B
+
+
+def test_async_queue_coalesces_and_wakes_workers() -> None:
+    async def scenario() -> list[object]:
+        q = AsyncWorkQueue(coalesce=0.05)
+        got: list[object] = []
+
+        async def worker() -> None:
+            while (key := await q.get()) is not None:
+                got.append(key)
+                q.done(key)
+
+        task = asyncio.create_task(worker())
+        for _ in range(20):
+            q.add(A)
+        q.add(B, delay=0.2)
+        await asyncio.sleep(0.4)
+        q.close()
+        await task
+        return got
+
+    assert asyncio.run(scenario()) == [A, B]

@@ -1,0 +1,149 @@
+"""Small factories for planner tests: a `Desired` built by hand (not by the renderer, so these tests
+pin the planner alone) and live objects shaped as the API server returns them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.desired import Desired, DesiredPool, PVCPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.observe import Observed
+
+Manifest = dict[str, Any]
+SID = naming.ShardId("demo", "postgres", "default", "0-inf")
+NS = "db"
+NOW = dt.datetime(2026, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
+CR_UID = "cr-uid-1"
+_uids = itertools.count(1)
+
+
+def _pod_factory(pool: str, cell: str, spec_hash: str, image: str):  # type: ignore[no-untyped-def]
+    def build(index: int) -> Manifest:
+        name = naming.pod_name(SID, pool, cell, index)
+        return {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "labels": labels.pool_labels(SID, pool, cell),
+                         "annotations": {keys.ANN_SPEC_HASH: spec_hash}},
+            "spec": {"hostname": name, "containers": [{"name": "pgctld", "image": image}]},
+        }
+    return build
+
+
+def _pvc_factory(pool: str, cell: str, size: str):  # type: ignore[no-untyped-def]
+    def build(index: int) -> Manifest:
+        return {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": naming.data_pvc_name(SID, pool, cell, index), "namespace": NS,
+                         "labels": labels.pool_labels(SID, pool, cell)},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
+        }
+    return build
+
+
+def desired_pool(pool: str = "main", cell: str = "z1", *, replicas: int = 3, spec_hash: str = "h1",
+                 size: str = "1Gi", when_scaled: PVCPolicy = PVCPolicy.DELETE,
+                 when_deleted: PVCPolicy = PVCPolicy.RETAIN) -> DesiredPool:
+    return DesiredPool(pool=pool, cell=cell, replicas=replicas, spec_hash=spec_hash, storage_size=size,
+                       when_scaled=when_scaled, when_deleted=when_deleted,
+                       pod=_pod_factory(pool, cell, spec_hash, f"postgres:{spec_hash}"),
+                       pvc=_pvc_factory(pool, cell, size))
+
+
+def desired(*pools: DesiredPool, objects: tuple[Manifest, ...] = ()) -> Desired:
+    return Desired(shard=SID, namespace=NS, objects=objects, pools=pools or (desired_pool(),))
+
+
+def live_pod(dp: DesiredPool, index: int, *, ready: bool = True, role: str | None = None,
+             drain: str | None = None, reason: str | None = None, terminating: bool = False,
+             phase: str = "Running", spec_hash: str | None = None, finalizer: bool = True,
+             switchover: str | None = None) -> Manifest:
+    pod = dp.pod(index)
+    md = pod["metadata"]
+    md["uid"] = f"pod-uid-{next(_uids)}"
+    md["resourceVersion"] = str(next(_uids))
+    md["labels"][keys.LABEL_INDEX] = str(index)
+    if role:
+        md["labels"][keys.LABEL_ROLE] = role
+    if spec_hash is not None:
+        md["annotations"][keys.ANN_SPEC_HASH] = spec_hash
+    if drain:
+        md["annotations"][keys.ANN_DRAIN_STATE] = drain
+        md["annotations"][keys.ANN_DRAIN_REQUESTED_AT] = "2026-05-01T11:59:00Z"
+        if reason:
+            md["annotations"][keys.ANN_DRAIN_REASON] = reason
+    if switchover:
+        md["annotations"][keys.ANN_SWITCHOVER] = switchover
+    if finalizer:
+        md["finalizers"] = [keys.FINALIZER_POD]
+    if terminating:
+        md["deletionTimestamp"] = "2026-05-01T11:58:00Z"
+    pod["status"] = {"phase": phase,
+                     "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    return pod
+
+
+def live_pvc(dp: DesiredPool, index: int, *, size: str | None = None, owned: bool = False,
+             resize_pending: bool = False, annotations: dict[str, str] | None = None,
+             terminating: bool = False) -> Manifest:
+    pvc = dp.pvc(index)
+    md = pvc["metadata"]
+    md["uid"] = f"pvc-uid-{next(_uids)}"
+    md["resourceVersion"] = str(next(_uids))
+    if size:
+        pvc["spec"]["resources"]["requests"]["storage"] = size
+    if owned:
+        md["ownerReferences"] = [{"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": "demo",
+                                  "uid": CR_UID, "controller": True}]
+    if annotations:
+        md["annotations"] = dict(annotations)
+    if terminating:
+        md["deletionTimestamp"] = "2026-05-01T11:58:00Z"
+    pvc["status"] = {"phase": "Bound"}
+    if resize_pending:
+        pvc["status"]["conditions"] = [{"type": "FileSystemResizePending", "status": "True"}]
+    return pvc
+
+
+def shard_cr(*, finalizers: tuple[str, ...] = (keys.FINALIZER_SHARD,), deleting: bool = False,
+             annotations: dict[str, str] | None = None, status: Manifest | None = None) -> Manifest:
+    md: Manifest = {"name": "demo", "namespace": NS, "uid": CR_UID, "resourceVersion": "7", "generation": 3,
+                    "finalizers": list(finalizers), "annotations": dict(annotations or {})}
+    if deleting:
+        md["deletionTimestamp"] = "2026-05-01T11:50:00Z"
+    return {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "metadata": md, "spec": {},
+            "status": status or {}}
+
+
+def healthy(dp: DesiredPool, count: int | None = None, *, primary: int = 0) -> tuple[list[Manifest], list[Manifest]]:
+    """`count` (default: replicas) Ready pods with their PVCs; pod `primary` is the PRIMARY."""
+    n = dp.replicas if count is None else count
+    pods = [live_pod(dp, i, role=keys.Role.PRIMARY if i == primary else keys.Role.REPLICA) for i in range(n)]
+    return pods, [live_pvc(dp, i) for i in range(n)]
+
+
+def observed(pods: Sequence[Manifest] = (), pvcs: Sequence[Manifest] = (), *, cr: Manifest | None = None,
+             others: dict[str, tuple[Manifest, ...]] | None = None) -> Observed:
+    return Observed(cr=cr, pods=tuple(pods), pvcs=tuple(pvcs), others=others or {})
+
+
+def drains(plan) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Pod name -> drain reason, for every drain the plan requests."""
+    out = {}
+    for action in plan.actions:
+        ann = ((action.body or {}).get("metadata") or {}).get("annotations") or {}
+        if action.kind == "Pod" and ann.get(keys.ANN_DRAIN_STATE) == keys.DrainState.REQUESTED:
+            out[action.name] = ann[keys.ANN_DRAIN_REASON]
+    return out
+
+
+def writes(plan, verb: str | None = None, kind: str | None = None) -> list[str]:  # type: ignore[no-untyped-def]
+    """Names touched by the plan's non-event actions, optionally of one verb and kind."""
+    return [a.name for a in plan.actions
+            if a.verb != "event" and (verb is None or a.verb == verb) and (kind is None or a.kind == kind)]
+
+
+def events(plan) -> list[str]:  # type: ignore[no-untyped-def]
+    return [a.event_reason for a in plan.actions if a.verb == "event"]

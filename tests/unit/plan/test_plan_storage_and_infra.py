@@ -1,0 +1,99 @@
+"""PVC policy, growth and shrink refusal, append-only topology, shared infrastructure."""
+
+from __future__ import annotations
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
+from plan_factories import NOW, SID, desired, desired_pool, healthy, live_pvc, observed, shard_cr, writes
+
+
+def test_policy_change_retain_to_delete_adds_owner_references():
+    dp = desired_pool(replicas=2, when_deleted=PVCPolicy.DELETE)
+    pods, pvcs = healthy(dp)
+    result = plan(desired(dp), observed(pods, pvcs, cr=shard_cr()), NOW)
+    assert writes(result, "patch", "PersistentVolumeClaim") == [p["metadata"]["name"] for p in pvcs]
+    refs = result.actions[0].body["metadata"]["ownerReferences"]
+    assert [r["uid"] for r in refs] == ["cr-uid-1"]
+    assert result.actions[0].resource_version == pvcs[0]["metadata"]["resourceVersion"]
+
+
+def test_policy_change_delete_to_retain_removes_only_our_owner_reference():
+    dp = desired_pool(replicas=1, when_deleted=PVCPolicy.RETAIN)
+    pods, _ = healthy(dp)
+    pvc = live_pvc(dp, 0, owned=True)
+    pvc["metadata"]["ownerReferences"].append({"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u"})
+    result = plan(desired(dp), observed(pods, [pvc], cr=shard_cr()), NOW)
+    assert result.actions[0].body["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u"}]
+
+
+def test_storage_growth_patches_pvcs_in_place():
+    dp = desired_pool(replicas=2, size="2Gi")
+    pods, _ = healthy(dp)
+    pvcs = [live_pvc(dp, i, size="1Gi") for i in range(2)]
+    result = plan(desired(dp), observed(pods, pvcs), NOW)
+    grows = [a for a in result.actions if a.verb == "patch"]
+    assert [a.body for a in grows] == [{"spec": {"resources": {"requests": {"storage": "2Gi"}}}}] * 2
+    assert writes(result, "apply") == [] and writes(result, "delete") == []
+
+
+def test_equal_quantities_in_other_units_are_not_growth():
+    dp = desired_pool(replicas=1, size="1024Mi")
+    pods, _ = healthy(dp)
+    assert plan(desired(dp), observed(pods, [live_pvc(dp, 0, size="1Gi")]), NOW).actions == []
+
+
+def test_shrink_is_refused_with_the_field_path_and_nothing_is_written():
+    dp = desired_pool(replicas=2, size="1Gi")
+    pods, _ = healthy(dp)
+    result = plan(desired(dp), observed(pods, [live_pvc(dp, i, size="5Gi") for i in range(2)]), NOW)
+    assert result.actions == []
+    assert result.errors[0].startswith("spec.pools.main.storage.size: 1Gi is smaller than PVC")
+
+
+def test_removed_cell_is_refused():
+    kept = desired_pool("main", "z1")
+    gone = desired_pool("main", "z2")
+    pods, pvcs = healthy(kept)
+    gpods, gpvcs = healthy(gone)
+    result = plan(desired(kept), observed(pods + gpods, pvcs + gpvcs), NOW)
+    assert result.actions == []
+    assert result.errors == ["spec.pools.main.cells: cell z2 still has pods but is missing; cells are append-only"]
+
+
+def _service(port: int) -> dict:
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": naming.headless_service_name(SID, "main", "z1"), "namespace": "db",
+                         "labels": labels.pool_labels(SID, "main", "z1")},
+            "spec": {"clusterIP": "None", "ports": [{"name": "grpc", "port": port}]}}
+
+
+def test_shared_objects_are_created_then_left_alone_until_they_differ():
+    dp = desired_pool()
+    pods, pvcs = healthy(dp)
+    want = _service(15270)
+    created = plan(desired(dp, objects=(want,)), observed(pods, pvcs, cr=shard_cr()), NOW)
+    assert [(a.verb, a.kind) for a in created.actions] == [("apply", "Service")]
+    assert created.actions[0].body["metadata"]["ownerReferences"][0]["uid"] == "cr-uid-1"
+    live = created.actions[0].body | {"status": {}}
+    live["spec"] = {**live["spec"], "ports": [{"name": "grpc", "port": 15270, "protocol": "TCP",
+                                                "targetPort": 15270}], "sessionAffinity": "None"}
+    same = plan(desired(dp, objects=(want,)), observed(pods, pvcs, cr=shard_cr(), others={"Service": (live,)}), NOW)
+    assert same.actions == []
+    changed = plan(desired(dp, objects=(_service(15271),)),
+                   observed(pods, pvcs, cr=shard_cr(), others={"Service": (live,)}), NOW)
+    assert changed.actions[0].reason.endswith("spec.ports[0].port differs from desired")
+
+
+def test_retained_backup_pvc_loses_our_owner_reference():
+    dp = desired_pool(when_deleted=PVCPolicy.RETAIN)
+    pods, pvcs = healthy(dp)
+    backup = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+              "metadata": {"name": naming.backup_pvc_name(SID, "z1"), "namespace": "db",
+                           "labels": labels.component_labels(SID, keys.COMPONENT_BACKUP)},
+              "spec": {"resources": {"requests": {"storage": "10Gi"}}}}
+    live = {**backup, "metadata": {**backup["metadata"], "uid": "b", "resourceVersion": "5",
+                                   "ownerReferences": [{"uid": "cr-uid-1", "kind": keys.SHARD_KIND}]}}
+    result = plan(desired(dp, objects=(backup,)), observed(pods, [*pvcs, live], cr=shard_cr()), NOW)
+    assert [(a.verb, a.body) for a in result.actions] == [("patch", {"metadata": {"ownerReferences": []}})]

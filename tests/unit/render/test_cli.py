@@ -1,0 +1,180 @@
+"""`multigres-pools render` / `install-bundle`: output, errors, determinism, and the stale-bundle check."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.multigres.pools.plugins.module_utils import bundle
+from multigres_pools import cli
+
+from tests import render_corpus as corpus
+
+REPO = Path(__file__).resolve().parents[3]
+SAMPLE = REPO / "examples" / "sample-shard.yaml"
+
+
+def _read_tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _write_doc(path: Path, spec: dict, name: str = "demo") -> Path:
+    path.write_text(yaml.safe_dump(corpus.document(name, "db", spec)))
+    return path
+
+
+def test_render_writes_crs_and_a_preview(tmp_path, capsys):
+    assert cli.main(["render", "-f", str(SAMPLE), "-o", str(tmp_path / "out")]) == 0
+    out = tmp_path / "out"
+    top = yaml.safe_load((out / "kustomization.yaml").read_text())
+    assert top["resources"] == ["multigresshard-demo.yaml"]
+    cr = yaml.safe_load((out / "multigresshard-demo.yaml").read_text())
+    assert cr["spec"]["pools"]["default"] == {"cells": ["zone1"], "replicasPerCell": 3, "storage": {"size": "10Gi"}}
+    preview = yaml.safe_load((out / "preview" / "demo" / "kustomization.yaml").read_text())
+    assert len(preview["resources"]) == 12  # ConfigMap, 2 Services, PDB, Deployment, 4 PVCs, 3 Pods
+    for name in preview["resources"]:
+        assert (out / "preview" / "demo" / name).is_file()
+
+
+def test_rerender_removes_stale_files(tmp_path):
+    out = tmp_path / "out"
+    big = _write_doc(tmp_path / "big.yaml", corpus.spec({"pools": {"default": {"replicasPerCell": 3}}}))
+    assert cli.main(["render", "-f", str(big), "-o", str(out)]) == 0
+    small = _write_doc(tmp_path / "small.yaml", corpus.spec({"pools": {"default": {"replicasPerCell": 1}}}))
+    assert cli.main(["render", "-f", str(small), "-o", str(out)]) == 0
+    pods = [p for p in (out / "preview" / "demo").iterdir() if p.name.startswith("pod-")]
+    assert len(pods) == 1
+
+
+def test_invalid_spec_exits_non_zero_names_path_and_rule_and_writes_nothing(tmp_path, capsys):
+    bad = _write_doc(tmp_path / "bad.yaml", corpus.spec({"databaseName": "app", "pools": {"default": {"cells": []}}}))
+    out = tmp_path / "out"
+    assert cli.main(["render", "-f", str(bad), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "spec.pools.default.cells" in err
+    assert not out.exists()
+    bad2 = _write_doc(tmp_path / "bad2.yaml", corpus.spec({"databaseName": "app"}))
+    assert cli.main(["render", "-f", str(bad2), "-o", str(out)]) == 1
+    assert "spec.databaseName: only database 'postgres' is supported (Multigres MVP) (rule: single-database)" in \
+        capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("a: [unclosed", "bad.yaml"),
+    ("just a string", "not a MultigresShard document"),
+])
+def test_unreadable_input_is_an_error(tmp_path, capsys, content, message):
+    (tmp_path / "bad.yaml").write_text(content)
+    assert cli.main(["render", "-f", str(tmp_path / "bad.yaml"), "-o", str(tmp_path / "out")]) == 1
+    assert message in capsys.readouterr().err
+    assert cli.main(["render", "-f", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "out")]) == 1
+
+
+def test_previous_spec_enables_the_update_rules(tmp_path, capsys):
+    live = _write_doc(tmp_path / "live.yaml", corpus.spec({"pools": {"default": {"storage": {"size": "10Gi"}}}}))
+    new = _write_doc(tmp_path / "new.yaml", corpus.spec({"pools": {"default": {"storage": {"size": "5Gi"}}}}))
+    assert cli.main(["render", "-f", str(new), "--previous", str(live), "--stdout"]) == 1
+    assert "spec.pools.default.storage.size: storage size can only grow" in capsys.readouterr().err
+    assert cli.main(["render", "-f", str(new), "--stdout"]) == 0
+
+
+def test_vars_folder_to_stdout_prints_only_the_crs(tmp_path, capsys):
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "a.yml").write_text(yaml.safe_dump({"multigres_shards": [
+        {"metadata": {"name": "one", "namespace": "x"}, "spec": corpus.spec()},
+        {"metadata": {"name": "two"}, "spec": corpus.spec()},
+    ]}))
+    (tmp_path / "other.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ignored}\n")
+    assert cli.main(["render", "-d", str(tmp_path), "--stdout", "-n", "fallback"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [(d["kind"], d["metadata"]["name"], d["metadata"]["namespace"]) for d in docs] == [
+        ("MultigresShard", "one", "x"), ("MultigresShard", "two", "fallback")]
+
+
+def _run(args: list[str], seed: str) -> None:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    subprocess.run([sys.executable, "-m", "multigres_pools.cli", *args], check=True, env=env,
+                   capture_output=True)
+
+
+def test_output_is_byte_identical_across_hash_seeds(tmp_path):
+    spec = corpus.spec({"pools": {"b": {"cells": ["z2", "z1"]}, "default": {"cells": ["z1"]}},
+                        "postgresConfig": {"work_mem": "8MB", "max_connections": "100"},
+                        "cellTopologyLabels": {"z1": {"a": "1", "b": "2"}, "z2": {"b": "2", "a": "1"}}})
+    src = _write_doc(tmp_path / "shard.yaml", spec)
+    trees = []
+    for seed in ("0", "4242"):
+        _run(["render", "-f", str(src), "-o", str(tmp_path / seed)], seed)
+        _run(["install-bundle", "-o", str(tmp_path / f"bundle-{seed}")], seed)
+        trees.append((_read_tree(tmp_path / seed), _read_tree(tmp_path / f"bundle-{seed}")))
+    assert trees[0] == trees[1]
+    assert len(trees[0][0]) > 10
+
+
+def test_manifests_folder_is_the_current_install_bundle():
+    """Fails when the model, CRD or RBAC changed without `multigres-pools install-bundle -o manifests`."""
+    expected = bundle.files()
+    actual = {p.name: p.read_text() for p in (REPO / "manifests").glob("*.yaml")}
+    assert sorted(actual) == sorted(expected), "run: multigres-pools install-bundle -o manifests"
+    stale = [name for name in expected if actual[name] != expected[name]]
+    assert not stale, f"stale files {stale}; run: multigres-pools install-bundle -o manifests"
+
+
+def test_rbac_justifies_every_rule_and_grants_no_wildcards():
+    for name, text in bundle.files().items():
+        if not name.endswith(("clusterrole.yaml", "-role.yaml")):
+            continue
+        lines = text.splitlines()
+        rule_starts = [i for i, line in enumerate(lines) if line.startswith("- apiGroups:")]
+        assert rule_starts
+        for i in rule_starts:
+            assert lines[i - 1].startswith("# "), f"{name}: rule at line {i + 1} has no justification"
+        doc = yaml.safe_load(text)
+        for rule in doc["rules"]:
+            assert "*" not in rule["verbs"] and "*" not in rule["resources"], (name, rule)
+    secrets = [r for r in yaml.safe_load(bundle.files()["operator-clusterrole.yaml"])["rules"]
+               if "secrets" in r["resources"]]
+    assert secrets == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+
+
+def test_agent_and_operator_subcommands_delegate(monkeypatch):
+    seen = {}
+
+    class Fake:
+        @staticmethod
+        def main(argv):
+            seen["argv"] = argv
+            return 3
+
+    monkeypatch.setitem(sys.modules, "multigres_pools.agent.__main__", Fake)
+    assert cli.main(["agent", "--era", "a", "--namespace", "x"]) == 3
+    assert seen["argv"] == ["--era", "a", "--namespace", "x"]
+
+
+def test_playbook_writes_the_same_bytes_as_the_cli_and_check_mode_writes_nothing(tmp_path):
+    vars_file = REPO / "examples" / "sample-shard-vars.yml"
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    playbook = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO / "playbooks" / "render.yml"),
+                "-e", f"@{vars_file}"]
+    checked = subprocess.run([*playbook, "-e", f"render_output_dir={tmp_path / 'check'}", "--check"],
+                             cwd=REPO, env=env, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert not (tmp_path / "check").exists()
+    ran = subprocess.run([*playbook, "-e", f"render_output_dir={tmp_path / 'ansible'}"],
+                         cwd=REPO, env=env, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert cli.main(["render", "-f", str(vars_file), "-o", str(tmp_path / "cli")]) == 0
+    assert _read_tree(tmp_path / "ansible") == _read_tree(tmp_path / "cli")
+    bad = tmp_path / "bad.yml"
+    shard = {"metadata": {"name": "x"}, "spec": corpus.spec({"shardName": "1"})}
+    bad.write_text(yaml.safe_dump({"multigres_shard": shard}))
+    failed = subprocess.run([*playbook[:2], "-e", f"@{bad}", "-e", f"render_output_dir={tmp_path / 'bad'}"],
+                            cwd=REPO, env=env, capture_output=True, text=True)
+    assert failed.returncode != 0 and "spec.shardName" in failed.stdout
+    assert not (tmp_path / "bad").exists()
