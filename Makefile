@@ -24,6 +24,8 @@ unit: setup
 
 bench: setup
 	$(PY) bench/render.py
+	$(PY) bench/drain.py
+	$(PY) bench/reconcile.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

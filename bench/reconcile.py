@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({r['created_writes']} write requests in our pass)")
     print(f"  ours   ansible-playbook reconcile.yml (one module run):   {r['ours_s']:.2f} s")
     print(f"  anchor kubernetes.core.k8s, one task per object:          {r['anchor_s']:.2f} s")
-    print(f"  -> ours is {ratio:.1f}x faster (goal >= {GOAL_RATIO:.0f}x: {'met' if ratio >= GOAL_RATIO else 'NOT met'})")
+    verdict = "met" if ratio >= GOAL_RATIO else "NOT met"
+    print(f"  -> ours is {ratio:.1f}x faster (goal >= {GOAL_RATIO:.0f}x: {verdict})")
     print(f"  no-op pass: module time {r['noop_module_s'] * 1000:.0f} ms, {r['noop_writes']} writes "
           f"(goal < {GOAL_NOOP_S * 1000:.0f} ms and 0 writes: "
           f"{'met' if r['noop_module_s'] < GOAL_NOOP_S and r['noop_writes'] == 0 else 'NOT met'}); "

@@ -189,6 +189,7 @@ class SimulatedNodes(threading.Thread):
         self.interval = interval
         self.peers: dict[str, _Peer] = {}
         self.history: list[SyncSnapshot] = []
+        self._joined: set[tuple[str, str]] = set()  # (primary pod uid, standby pod uid)
         self.errors: list[str] = []
         self._halt = threading.Event()
         self._lock = threading.Lock()
@@ -285,19 +286,15 @@ class SimulatedNodes(threading.Thread):
         if primary is None:
             return
         standbys = list(primary.peer.sync_standbys())
-        known = {sid for _, sid in standbys}
-        joined = [(p.cell, p.peer.service_id) for p in peers if p is not primary and p.peer.service_id not in known
-                  and p.peer.service_id not in self._removed_from(primary)]
-        if joined:
-            primary.peer.set_sync_standbys(standbys + joined)
-            primary.peer.set_connected(standbys + joined)
-
-    def _removed_from(self, primary: _Peer) -> set[str]:
-        """Standbys the agent removed (REMOVE calls seen by the primary): never re-added by us."""
-        from multigres_pools.proto.gen import multipoolermanagerdata_pb2 as mpd
-
-        return {sid.name for call in primary.peer.calls("UpdateSynchronousStandbyList")
-                if call.operation == mpd.STANDBY_UPDATE_OPERATION_REMOVE for sid in call.standby_ids}
+        present = {sid for _, sid in standbys}
+        # Each pod joins a primary's synchronous list once; a standby the agent removed stays out
+        # until its pod is recreated (a new uid) or another pod becomes primary.
+        joining = [p for p in peers if p is not primary and (primary.uid, p.uid) not in self._joined]
+        self._joined.update((primary.uid, p.uid) for p in joining)
+        added = [(p.cell, p.peer.service_id) for p in joining if p.peer.service_id not in present]
+        if added:
+            primary.peer.set_sync_standbys(standbys + added)
+            primary.peer.set_connected(standbys + added)
 
     def _standby_pods(self) -> tuple[str, ...]:
         primary = next((p for p in self.peers.values() if p.peer.role == "PRIMARY"), None)
@@ -344,6 +341,9 @@ class PodTimeline(threading.Thread):
         super().__init__(name="pod-timeline", daemon=True)
         self.kubeconfig, self.namespace = kubeconfig, namespace
         self.events: list[PodEvent] = []
+        # Called with each event as it arrives, on the watch thread (e.g. to inject a fault at an
+        # exact moment of a drain).
+        self.listeners: list[Callable[[PodEvent], None]] = []
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -360,7 +360,10 @@ class PodTimeline(threading.Thread):
                                         resource_version=version, timeout_seconds=5):
                     obj = core.api_client.sanitize_for_serialization(ev["object"])
                     version = obj["metadata"].get("resourceVersion", version)
-                    self.events.append(pod_event(ev["type"], obj, time.monotonic()))
+                    event = pod_event(ev["type"], obj, time.monotonic())
+                    self.events.append(event)
+                    for listener in self.listeners:
+                        listener(event)
                     if self._halt.is_set():
                         break
             except Exception:  # an expired resourceVersion or a dropped stream: start over

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
+from .desired import GeneratedTLS
+
 Manifest = dict[str, Any]
 
 
@@ -15,6 +17,7 @@ class Verb(StrEnum):
     UNFINALIZE = "unfinalize"  # remove the finalizer named in `body["finalizer"]`
     DELETE = "delete"  # with uid and resourceVersion preconditions
     EVENT = "event"  # record a Kubernetes Event on the object
+    GENERATE_TLS = "generate-tls"  # create the CA Secret if missing, (re)issue the certificate Secret
 
 
 class Phase(IntEnum):
@@ -81,6 +84,12 @@ def delete(live: Manifest, reason: str, phase: Phase) -> Action:
     md = live["metadata"]
     return Action(Verb.DELETE, live["kind"], md["name"], reason, phase, live.get("apiVersion", "v1"), None,
                   md.get("uid"), md.get("resourceVersion"))
+
+
+def generate_tls(gen: GeneratedTLS, owner: Manifest | None, reason: str) -> Action:
+    """The key material is made by the apply step; the action carries only names."""
+    return Action(Verb.GENERATE_TLS, "Secret", gen.tls_secret, reason, Phase.INFRA,
+                  body={"tls": gen, "ownerReferences": [owner] if owner else []})
 
 
 def event(target: Manifest, event_type: str, event_reason: str, message: str) -> Action:

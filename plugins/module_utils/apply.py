@@ -13,13 +13,15 @@ A 409 is not an error: the next pass plans again from fresh state.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import os
 import socket
 from dataclasses import dataclass
 from typing import Any
 
-from . import facts, keys
+from . import facts, keys, tls
 from .actions import Action, Verb
+from .desired import GeneratedTLS
 from .kube import KubeClient, KubeError
 
 Manifest = dict[str, Any]
@@ -101,10 +103,42 @@ class Applier:
             return ("done" if after is not None else "gone"), "", after
         if action.verb is Verb.UNFINALIZE:
             return self._unfinalize(action, ns)
+        if action.verb is Verb.GENERATE_TLS:
+            return self._generate_tls(action)
         if dry:
             return "skipped", "events are not recorded in check mode", None
         return "done", "", client.create(event_manifest(action, self.namespace, self.stamp),
                                          field_manager=keys.FIELD_MANAGER)
+
+    def _secret(self, name: str, data: dict[str, str], gen: GeneratedTLS, owners: list[Manifest],
+                annotations: dict[str, str] | None = None) -> Manifest:
+        meta: Manifest = {"name": name, "namespace": self.namespace, "labels": dict(gen.labels)}
+        if owners:
+            meta["ownerReferences"] = owners
+        if annotations:
+            meta["annotations"] = annotations
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque", "data": data}
+
+    def _generate_tls(self, action: Action) -> tuple[str, str, Manifest | None]:
+        """Key material is made here and goes straight into Secrets; nothing of it is returned."""
+        body = action.body or {}
+        gen: GeneratedTLS = body["tls"]
+        owners = body.get("ownerReferences") or []
+        now = dt.datetime.now(dt.UTC)
+        ca = self.client.get("v1", "Secret", self.namespace, gen.ca_secret)
+        if ca is None:
+            ca_data = tls.new_ca(gen.common_name, now)
+            self.client.create(self._secret(gen.ca_secret, ca_data, gen, owners),
+                               field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
+        else:
+            ca_data = ca.get("data") or {}
+            if not {tls.CA_CERT_KEY, tls.CA_KEY_KEY} <= ca_data.keys():
+                return "failed", (f"Secret {gen.ca_secret} lacks {tls.CA_CERT_KEY}/{tls.CA_KEY_KEY}; delete it to "
+                                  "have a new CA generated, or switch pgbackrestTLS.mode to 'secret'"), None
+        leaf = tls.issue(ca_data, gen.common_name, gen.dns_names, now)
+        secret = self._secret(gen.tls_secret, leaf, gen, owners, {keys.ANN_TLS_FINGERPRINT: gen.fingerprint})
+        self.client.apply(secret, keys.FIELD_MANAGER, dry_run=self.dry_run)
+        return "done", "", None
 
     def _unfinalize(self, action: Action, ns: str | None) -> tuple[str, str, Manifest | None]:
         name, finalizer = action.name, (action.body or {})["finalizer"]

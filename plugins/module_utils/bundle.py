@@ -53,9 +53,10 @@ OPERATOR_CLUSTER_GRANTS = (
     Grant("One MultiOrch Deployment per cell.", ("apps",), ("deployments",), _CHILD_VERBS),
     Grant("The pgBackRest Certificate when backup.pgbackrestTLS.mode is certManager (unused otherwise).",
           ("cert-manager.io",), ("certificates",), _CHILD_VERBS),
-    Grant("Only get: check that the referenced postgres password Secret exists before creating pods. "
-          "The operator never lists or reads other Secrets, and never writes any.",
-          ("",), ("secrets",), ("get",)),
+    Grant("pgbackrestTLS.mode auto: list (metadata only) finds the shard's generated TLS Secrets, create makes "
+          "the CA Secret once, patch (re-)issues the certificate Secret, get reads the CA key to sign it. "
+          "The engine never reports Secret data and never deletes a Secret it did not generate.",
+          ("",), ("secrets",), ("get", "list", "create", "patch")),
     Grant("Report what happened (DrainStarted, PodCreated, ...) as Events on the MultigresShard; patch "
           "lets the client aggregate repeats.", ("", "events.k8s.io"), ("events",), ("create", "patch")),
 )
@@ -64,6 +65,8 @@ AGENT_CLUSTER_GRANTS = (
     Grant("Watch pool pods; patch publishes the role label, walks the drain annotations and removes the "
           "pooler-unregister finalizer once the pooler is unregistered.",
           ("",), ("pods",), ("get", "list", "watch", "patch")),
+    Grant("Set the DrainStalled pod condition when a drain step is stuck past the threshold.",
+          ("",), ("pods/status",), ("patch",)),
     Grant("Read each shard's topology address; patch writes the backup-health and topology-cleanup "
           "annotations.", _OUR_GROUP, _SHARDS, ("get", "list", "watch", "patch")),
     Grant("Report drain and backup progress as Events.", ("", "events.k8s.io"), ("events",), ("create",)),

@@ -41,6 +41,23 @@ class DesiredPool:
 
 
 @dataclass(frozen=True)
+class GeneratedTLS:
+    """pgBackRest TLS material the engine must create because the user chose `mode: auto`.
+
+    Key material is never rendered: the apply step generates it inside the cluster's Secrets.
+    `fingerprint` changes whenever the certificate's names change, which re-issues the leaf
+    certificate from the same CA.
+    """
+
+    ca_secret: str
+    tls_secret: str
+    common_name: str
+    dns_names: tuple[str, ...]
+    fingerprint: str
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class Desired:
     shard: ShardId
     namespace: str
@@ -48,3 +65,4 @@ class Desired:
     # PVCs, MultiOrch Deployments and Services, pgBackRest TLS objects. Applied when they differ.
     objects: tuple[Manifest, ...]
     pools: tuple[DesiredPool, ...]
+    generated_tls: GeneratedTLS | None = None

@@ -72,6 +72,9 @@ ANN_BACKUP_HEALTH = "pools.multigres.com/backup-health"
 ANN_TOPOLOGY_CLEANUP = "pools.multigres.com/topology-cleanup"
 ANN_TOPOLOGY_CLEANUP_REQUESTED_AT = "pools.multigres.com/topology-cleanup-requested-at"
 
+# On the generated pgBackRest TLS Secret: fingerprint of the names it was issued for.
+ANN_TLS_FINGERPRINT = "pools.multigres.com/tls-fingerprint"
+
 # --- finalizers ----------------------------------------------------------------------------------
 # On pool pods: the agent unregisters the pooler before the pod object may disappear.
 FINALIZER_POD = "pools.multigres.com/pooler-unregister"

@@ -33,6 +33,8 @@ IN_CLUSTER_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _PLURALS: dict[str, str] = {"Endpoints": "endpoints"}
 
 
+METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
 class KubeError(Exception):
     def __init__(self, status: int, message: str, body: Manifest | None = None) -> None:
         super().__init__(f"HTTP {status}: {message}")
@@ -255,12 +257,13 @@ class KubeClient:
             self._conn = None
 
     def request(self, verb: str, method: str, path: str, *, query: dict[str, str] | None = None,
-                body: Any = None, content_type: str = "application/json") -> Manifest:
+                body: Any = None, content_type: str = "application/json", accept: str = "application/json",
+                ) -> Manifest:
         self.counts[verb] += 1
         base_path = urllib.parse.urlsplit(self.creds.server).path.rstrip("/")
         url = base_path + path + (("?" + urllib.parse.urlencode(query)) if query else "")
         payload = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": "application/json", "User-Agent": self.user_agent, **self.creds.headers()}
+        headers = {"Accept": accept, "User-Agent": self.user_agent, **self.creds.headers()}
         if payload is not None:
             headers["Content-Type"] = content_type
         for attempt in (1, 2):
@@ -276,7 +279,11 @@ class KubeClient:
                 self.close()
                 if attempt == 2:
                     raise
-        data = json.loads(raw) if raw else {}
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError:
+            text = raw[:200].decode(errors="replace").strip()
+            raise KubeError(response.status, f"{method} {path}: not a JSON answer: {text}", {}) from None
         if response.status >= 400:
             raise KubeError(response.status, data.get("message", raw[:200].decode(errors="replace")), data)
         return data
@@ -290,13 +297,16 @@ class KubeClient:
                 return None
             raise
 
-    def list(self, api_version: str, kind: str, namespace: str | None, selector: str = "") -> list[Manifest]:
+    def list(self, api_version: str, kind: str, namespace: str | None, selector: str = "", *,
+             metadata_only: bool = False) -> list[Manifest]:
+        """`metadata_only` asks the server for PartialObjectMetadata: Secrets listed this way never
+        bring their data into this process."""
         query = {"labelSelector": selector} if selector else None
-        data = self.request("list", "GET", resource_path(api_version, kind, namespace), query=query)
+        accept = METADATA_LIST_ACCEPT if metadata_only else "application/json"
+        data = self.request("list", "GET", resource_path(api_version, kind, namespace), query=query, accept=accept)
         items = data.get("items") or []
-        for item in items:  # list items come without apiVersion/kind
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
+        for item in items:  # list items come without apiVersion/kind; metadata-only ones as PartialObjectMetadata
+            item["apiVersion"], item["kind"] = api_version, kind
         return items
 
     @staticmethod

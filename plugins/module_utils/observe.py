@@ -61,11 +61,14 @@ def read_shard(client: KubeClient, namespace: str, name: str) -> Manifest | None
 
 
 def observe(client: KubeClient, sid: ShardId, namespace: str, *, cr: Manifest | None,
-            kinds: Iterable[tuple[str, str]] = INFRA_KINDS) -> Observed:
+            kinds: Iterable[tuple[str, str]] = INFRA_KINDS,
+            metadata_kinds: Iterable[tuple[str, str]] = ()) -> Observed:
     shard_sel = labels.selector_string(labels.shard_selector(sid))
     pod_sel = labels.selector_string({**labels.shard_selector(sid),
                                       keys.LABEL_APP_COMPONENT: keys.COMPONENT_POOL})
     pods = client.list("v1", "Pod", namespace, pod_sel)
     pvcs = client.list("v1", "PersistentVolumeClaim", namespace, shard_sel)
     others = {kind: tuple(client.list(api_version, kind, namespace, shard_sel)) for api_version, kind in kinds}
+    others.update({kind: tuple(client.list(api_version, kind, namespace, shard_sel, metadata_only=True))
+                   for api_version, kind in metadata_kinds})
     return Observed(cr=cr, pods=tuple(pods), pvcs=tuple(pvcs), others=others)

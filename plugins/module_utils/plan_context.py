@@ -69,6 +69,12 @@ def has_owner_ref(obj: Manifest, owner: Manifest) -> bool:
     return any(r.get("uid") == owner["uid"] for r in facts.meta(obj).get("ownerReferences") or [])
 
 
+def owner_refs_patch(obj: Manifest, owner: Manifest, *, keep: bool) -> Manifest:
+    """A merge patch setting `obj`'s ownerReferences with or without `owner`; other owners stay."""
+    refs = [r for r in facts.meta(obj).get("ownerReferences") or [] if r.get("uid") != owner["uid"]]
+    return {"metadata": {"ownerReferences": [*refs, owner] if keep else refs}}
+
+
 @dataclass
 class PoolView:
     """The live pods (by index, including terminating ones) and data PVCs of one pool in one cell."""

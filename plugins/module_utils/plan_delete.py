@@ -16,7 +16,7 @@ from typing import Any
 from . import actions, facts, keys
 from .actions import Action, Phase
 from .desired import PVCPolicy
-from .plan_context import REQUEUE_DRAIN, Context, PoolView, has_owner_ref
+from .plan_context import REQUEUE_DRAIN, Context, PoolView, has_owner_ref, owner_refs_patch
 from .plan_infra import shared_pvc_policy
 
 Manifest = dict[str, Any]
@@ -92,8 +92,7 @@ def _volumes(ctx: Context, views: list[PoolView], out: DeleteOutcome) -> None:
             out.actions.append(actions.delete(pvc, f"delete PVC {name}: shard deleted, whenDeleted=Delete",
                                               Phase.DELETE_PVC))
         elif owner and has_owner_ref(pvc, owner):
-            refs = [r for r in facts.meta(pvc).get("ownerReferences") or [] if r.get("uid") != owner["uid"]]
-            out.actions.append(actions.patch(pvc, {"metadata": {"ownerReferences": refs}},
+            out.actions.append(actions.patch(pvc, owner_refs_patch(pvc, owner, keep=False),
                                              f"PVC {name}: whenDeleted=Retain, owner reference removed "
                                              "so it outlives the shard", Phase.DELETE_PVC))
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import actions, compare, facts
+from . import actions, compare, facts, keys
 from .actions import Action, Phase
 from .desired import Desired, PVCPolicy
-from .plan_context import Context, has_owner_ref
+from .plan_context import Context, has_owner_ref, owner_refs_patch
 
 Manifest = dict[str, Any]
 
@@ -34,6 +34,24 @@ def _without_owner(obj: Manifest) -> Manifest:
     return {**obj, "metadata": md}
 
 
+def plan_generated_tls(ctx: Context) -> list[Action]:
+    """`pgbackrestTLS.mode: auto`: the pods mount Secrets nobody else creates (seed 000 "pgBackRest
+    TLS certificates: auto-generated"). Only Secret metadata is observed, never key material."""
+    gen = ctx.desired.generated_tls
+    if gen is None:
+        return []
+    ca, leaf = ctx.observed.find("Secret", gen.ca_secret), ctx.observed.find("Secret", gen.tls_secret)
+    if ca is not None and leaf is not None and facts.annotations(leaf).get(keys.ANN_TLS_FINGERPRINT) == gen.fingerprint:
+        return []
+    if ca is None:
+        reason = f"create pgBackRest CA Secret {gen.ca_secret} and certificate Secret {gen.tls_secret} (mode auto)"
+    elif leaf is None:
+        reason = f"issue pgBackRest certificate Secret {gen.tls_secret} from CA {gen.ca_secret} (mode auto)"
+    else:
+        reason = f"re-issue pgBackRest certificate Secret {gen.tls_secret}: the pool pods' names changed"
+    return [actions.generate_tls(gen, ctx.owner, reason)]
+
+
 def plan_infra(ctx: Context) -> list[Action]:
     out: list[Action] = []
     owner = ctx.owner
@@ -51,8 +69,7 @@ def plan_infra(ctx: Context) -> list[Action]:
         if diff:
             out.append(actions.apply(want, f"update {kind} {name}: {diff} differs from desired", Phase.INFRA))
         if kind == "PersistentVolumeClaim" and owner and not wants_owner and has_owner_ref(live, owner):
-            refs = [r for r in facts.meta(live).get("ownerReferences") or [] if r.get("uid") != owner["uid"]]
-            out.append(actions.patch(live, {"metadata": {"ownerReferences": refs}},
+            out.append(actions.patch(live, owner_refs_patch(live, owner, keep=False),
                                      f"PVC {name}: owner reference removed, outlives the shard "
                                      "(whenDeleted=Retain)", Phase.INFRA))
     return out

@@ -20,7 +20,15 @@ from . import actions, compare, facts, keys, quantity
 from .actions import Action, Phase
 from .desired import PVCPolicy
 from .facts import PodFacts
-from .plan_context import REQUEUE_DRAIN, REQUEUE_PODS, Context, PoolView, has_owner_ref, pvc_owner_wanted
+from .plan_context import (
+    REQUEUE_DRAIN,
+    REQUEUE_PODS,
+    Context,
+    PoolView,
+    has_owner_ref,
+    owner_refs_patch,
+    pvc_owner_wanted,
+)
 from .plan_drain import cancel_drain, cancel_reason, drained_pvc_marks, pick_victim, request_drain, restart
 
 Manifest = dict[str, Any]
@@ -130,8 +138,7 @@ class PoolPlanner:
             body: Manifest = {}
             reasons = []
             if owner and has_owner_ref(pvc, owner) != want_owner:
-                refs = [r for r in facts.meta(pvc).get("ownerReferences") or [] if r.get("uid") != owner["uid"]]
-                body["metadata"] = {"ownerReferences": [*refs, owner] if want_owner else refs}
+                body.update(owner_refs_patch(pvc, owner, keep=want_owner))
                 reasons.append(f"whenDeleted={self.dp.when_deleted}: "
                                + ("owner reference to the shard added, deleted with it" if want_owner
                                   else "owner reference removed, outlives the shard"))

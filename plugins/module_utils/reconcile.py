@@ -125,6 +125,15 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
             result.finished = request.state == "absent"
             result.failed = request.state != "absent"
             return _finish(result, client, started)
+        if request.state == "absent" and not facts.is_terminating(cr):
+            # Deleting a MultigresShard is deleting the CR: its finalizer then drives the cleanup.
+            client.delete(keys.API_GROUP_VERSION, keys.SHARD_KIND, request.namespace, request.name,
+                          uid=facts.uid(cr), dry_run=request.check_mode)
+            cr = observe.read_shard(client, request.namespace, request.name) if not request.check_mode else cr
+            result.changed = True
+            if cr is None:
+                result.finished = True
+                return _finish(result, client, started)
     try:
         spec, namespace = _load(request, cr)
         owner = {"name": facts.name(cr), "uid": facts.uid(cr) or ""} if cr else None
@@ -138,7 +147,8 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
         return _finish(result, client, started)
 
     observed = observe.observe(client, desired.shard, namespace, cr=cr,
-                               kinds=observe.kinds_to_list(desired.objects))
+                               kinds=observe.kinds_to_list(desired.objects),
+                               metadata_kinds=[("v1", "Secret")] if desired.generated_tls else [])
     plan = planner.plan(desired, observed, now, delete=request.state == "absent",
                         cleanup_timeout=request.cleanup_timeout)
     result.plan, result.waiting, result.requeue_after = plan.lines(), plan.waiting, plan.requeue_after
@@ -150,7 +160,7 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
 
     outcomes = Applier(client, namespace, dry_run=request.check_mode, stamp=stamp).run(plan.actions)
     result.actions = [o.as_dict() for o in outcomes]
-    result.changed = any(o.result == "done" and o.action.verb != "event" for o in outcomes)
+    result.changed |= any(o.result == "done" and o.action.verb != "event" for o in outcomes)
     failed = [o for o in outcomes if o.result == "failed"]
     if failed:
         result.failed = True

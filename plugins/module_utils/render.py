@@ -81,7 +81,9 @@ def desired_state(
     """
     ctx = build_context(spec, namespace, owner=owner, referenced_config_hash=referenced_config_hash,
                         project_ref=project_ref)
-    return Desired(shard=ctx.sid, namespace=namespace, objects=tuple(_shard_objects(ctx)), pools=_pools(ctx))
+    generated_tls = infra.generated_pgbackrest_tls(ctx) if ctx.spec.backup.pgbackrest_tls.mode == "auto" else None
+    return Desired(shard=ctx.sid, namespace=namespace, objects=tuple(_shard_objects(ctx)), pools=_pools(ctx),
+                   generated_tls=generated_tls)
 
 
 def manifests(desired: Desired) -> list[Manifest]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from . import keys, labels, layout, naming
+from . import keys, labels, layout, naming, spechash
+from .desired import GeneratedTLS
 from .render_context import Manifest, ShardContext, postgres_config_text
 from .render_pod import (
     container_security,
@@ -185,15 +186,38 @@ def postgres_config_configmap(ctx: ShardContext) -> Manifest:
                       {layout.PG_EXTRA_CONFIG_KEY: postgres_config_text(ctx.spec)})
 
 
-def pgbackrest_certificate(ctx: ShardContext) -> Manifest:
-    """A cert-manager Certificate valid for every pool pod's FQDN, for server and client auth."""
-    tls = ctx.spec.backup.pgbackrest_tls
-    assert tls.issuer_ref is not None  # guaranteed by the model rule tls-cert-manager-needs-issuer
+PGBACKREST_COMMON_NAME = "pgbackrest"
+
+
+def pgbackrest_dns_names(ctx: ShardContext) -> list[str]:
+    """Every pool pod's FQDN, as wildcards under each pool and cell's headless Service."""
     domains = []
     for pool in sorted(ctx.spec.pools):
         for cell in ctx.spec.pools[pool].cells:
             svc = naming.headless_service_name(ctx.sid, pool, cell)
             domains += [f"*.{svc}.{ctx.namespace}.svc", f"*.{svc}.{ctx.namespace}.svc.{layout.CLUSTER_DOMAIN}"]
+    return domains
+
+
+def generated_pgbackrest_tls(ctx: ShardContext) -> GeneratedTLS:
+    """`mode: auto`: the engine creates a CA and a certificate for the same names cert-manager would get."""
+    dns_names = tuple(pgbackrest_dns_names(ctx))
+    fingerprint = spechash.digest({"cn": PGBACKREST_COMMON_NAME, "dns": list(dns_names)})
+    return GeneratedTLS(
+        ca_secret=ctx.name(naming.pgbackrest_ca_secret_name),
+        tls_secret=ctx.name(naming.pgbackrest_tls_secret_name),
+        common_name=PGBACKREST_COMMON_NAME,
+        dns_names=dns_names,
+        fingerprint=fingerprint,
+        labels=tuple(sorted(labels.component_labels(ctx.sid, keys.COMPONENT_BACKUP).items())),
+    )
+
+
+def pgbackrest_certificate(ctx: ShardContext) -> Manifest:
+    """A cert-manager Certificate valid for every pool pod's FQDN, for server and client auth."""
+    tls = ctx.spec.backup.pgbackrest_tls
+    assert tls.issuer_ref is not None  # guaranteed by the model rule tls-cert-manager-needs-issuer
+    domains = pgbackrest_dns_names(ctx)
     secret = naming.pgbackrest_tls_secret_name(ctx.sid)
     return {
         "apiVersion": "cert-manager.io/v1",
@@ -201,7 +225,7 @@ def pgbackrest_certificate(ctx: ShardContext) -> Manifest:
         "metadata": ctx.meta(secret, labels.component_labels(ctx.sid, keys.COMPONENT_BACKUP)),
         "spec": {
             "secretName": secret,
-            "commonName": "pgbackrest",
+            "commonName": PGBACKREST_COMMON_NAME,
             "dnsNames": domains,
             "usages": ["server auth", "client auth"],
             "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},

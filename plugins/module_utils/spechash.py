@@ -26,6 +26,11 @@ def spec_hash(pod_spec: Mapping[str, Any], postgres_config_hash: str = "") -> st
     return hashlib.sha256(payload.encode()).hexdigest()[:8]
 
 
+def digest(value: Any) -> str:
+    """8 hex characters of SHA-256 over the canonical JSON of `value`."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:8]
+
+
 def config_hash(text: str) -> str:
     """SHA-256 hex of a postgres config text, as the Go operator hashes `ConfigMap.data[key]`."""
     return hashlib.sha256(text.encode()).hexdigest()

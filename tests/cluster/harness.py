@@ -30,8 +30,10 @@ from pathlib import Path
 
 from . import binaries, pki
 
+# No scheduler, no kubelet, no volume binder: those are played by tests/cluster/kubelet.py.
 CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespace-controller",
-               "serviceaccount-controller")
+               "serviceaccount-controller", "persistentvolumeclaim-protection-controller",
+               "persistentvolume-protection-controller")
 
 
 def free_port() -> int:

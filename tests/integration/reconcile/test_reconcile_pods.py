@@ -27,7 +27,8 @@ def _pvc(i: int) -> str:
 def test_scale_3_to_5_to_2_with_a_no_op_pass_between(rig):  # type: ignore[no-untyped-def]
     first = rig.run(spec(3))
     assert first.changed
-    created = [a for a in first.actions if a["verb"] == "apply" and (a["kind"] == "Pod" or a["name"].startswith("data-"))]
+    created = [a for a in first.actions
+               if a["verb"] == "apply" and (a["kind"] == "Pod" or a["name"].startswith("data-"))]
     assert [a["kind"] for a in created] == ["PersistentVolumeClaim"] * 3 + ["Pod"] * 3  # one pass, PVCs first
     rig.settle(spec(3))
     assert sorted(rig.pods()) == [_pod(i) for i in range(3)]

@@ -118,3 +118,12 @@ def test_topology_cleanup_is_skipped_after_the_timeout(rig, shard_crd):  # type:
     last = rig.run(name="demo", cleanup_timeout=0)
     assert any(a.get("event", {}).get("reason") == "CleanupSkipped" for a in last.actions)
     assert rig.cr() is None
+
+
+def test_state_absent_with_a_cr_deletes_the_cr_and_cleans_up(rig, shard_crd):  # type: ignore[no-untyped-def]
+    rig.create_cr(spec(1))
+    rig.settle(name="demo")
+    first = rig.run(name="demo", state="absent", cleanup_timeout=0)
+    assert first.changed and rig.pods() == {}
+    last = rig.run(name="demo", state="absent", cleanup_timeout=0)
+    assert last.finished and rig.cr() is None

@@ -6,7 +6,8 @@ from __future__ import annotations
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
 from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
-from plan_factories import (
+
+from .plan_factories import (
     NOW,
     desired,
     desired_pool,

@@ -23,8 +23,9 @@ from ansible_collections.multigres.pools.plugins.module_utils.plan_context impor
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from plan_factories import NOW, desired, desired_pool
-from plan_sim import Sim
+
+from .plan_factories import NOW, desired, desired_pool
+from .plan_sim import Sim
 
 CELLS = ("z1", "z2")
 
@@ -174,4 +175,4 @@ def _drain_counts_from(observed) -> tuple[dict[str, int], int]:  # type: ignore[
 
 
 TestShardInvariants = ShardMachine.TestCase
-TestShardInvariants.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+TestShardInvariants.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)

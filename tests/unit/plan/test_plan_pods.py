@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
-from plan_factories import (
+
+from .plan_factories import (
     NOW,
     SID,
     desired,

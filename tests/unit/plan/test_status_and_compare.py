@@ -1,0 +1,117 @@
+"""Status (kstatus + the seed's fields), the 'already applied' comparison, and kubeconfig loading."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+import sys
+
+from ansible_collections.multigres.pools.plugins.module_utils import compare, keys, kube, status
+from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
+
+from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, observed, shard_cr
+
+STAMP = "2026-05-01T12:00:00Z"
+
+
+def _conditions(st: dict) -> dict:
+    return {c["type"]: c for c in st["conditions"]}
+
+
+def test_converged_shard_is_healthy_and_ready():
+    dp = desired_pool()
+    pods, pvcs = healthy(dp)
+    obs = observed(pods, pvcs, cr=shard_cr())
+    st = status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp=STAMP)
+    cond = _conditions(st)
+    assert st["phase"] == "Healthy" and st["readyReplicas"] == 3 and st["poolsReady"] is True
+    assert st["observedGeneration"] == 3 and st["cells"] == ["z1"]
+    assert sorted(st["podRoles"].values()) == ["PRIMARY", "REPLICA", "REPLICA"]
+    assert cond["Ready"]["status"] == "True" and cond["Reconciling"]["status"] == "False"
+    assert cond["Stalled"]["status"] == "False" and cond["Available"]["reason"] == "AllPodsReady"
+    assert cond["RollingUpdate"]["message"] == "3/3 pods updated"
+
+
+def test_unchanged_status_keeps_transition_times_and_is_not_rewritten():
+    dp = desired_pool()
+    pods, pvcs = healthy(dp)
+    obs = observed(pods, pvcs, cr=shard_cr())
+    first = status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp=STAMP)
+    again_obs = observed(pods, pvcs, cr=shard_cr(status=first))
+    second = status.compute(desired(dp), again_obs, plan(desired(dp), again_obs, NOW), stamp="2026-05-01T13:00:00Z")
+    assert second == first and not status.changed(first, second)
+
+
+def test_blocked_scale_down_and_empty_pool_raise_conditions_and_events_once():
+    dp = desired_pool(replicas=1)
+    pods, pvcs = healthy(dp, 3)
+    pods[0] = live_pod(dp, 0, ready=False, role=keys.Role.PRIMARY)
+    pods[1] = live_pod(dp, 1, ready=False, role=keys.Role.REPLICA)
+    pods[2] = live_pod(dp, 2, ready=False, role=keys.Role.REPLICA)
+    cr = shard_cr()
+    obs = observed(pods, pvcs, cr=cr)
+    st = status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp=STAMP)
+    cond = _conditions(st)
+    assert cond["ScaleDownBlocked"]["status"] == "True" and st["phase"] == "Degraded"
+    assert cond["Available"]["reason"] == "PoolEmpty"
+    assert [a.event_reason for a in status.transition_events(cr, {}, st)] == ["ScaleDownBlocked", "PoolEmpty"]
+    assert status.transition_events(cr, st, st) == []
+
+
+def test_backup_health_comes_from_the_agent_annotation():
+    dp = desired_pool()
+    pods, pvcs = healthy(dp)
+    verdict = {"healthy": False, "reason": "BackupStale", "message": "Last full backup 9d ago",
+               "lastBackupTime": "2026-04-22T01:00:00Z", "lastBackupType": "full"}
+    obs = observed(pods, pvcs, cr=shard_cr(annotations={keys.ANN_BACKUP_HEALTH: json.dumps(verdict)}))
+    st = status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp=STAMP)
+    backup = _conditions(st)["BackupHealthy"]
+    assert (backup["status"], backup["reason"], backup["message"]) == ("False", "BackupStale", verdict["message"])
+    assert st["lastBackupTime"] == "2026-04-22T01:00:00Z" and st["lastBackupType"] == "full"
+
+
+def test_compare_ignores_server_added_fields_and_normalises_quantities_and_secrets():
+    live = {"metadata": {"name": "x", "uid": "u"}, "spec": {"cpu": "500m", "ports": [{"port": 1, "protocol": "TCP"}]},
+            "data": {"k": base64.b64encode(b"v").decode()}}
+    assert compare.difference(live, {"kind": "Secret", "metadata": {"name": "x"}, "stringData": {"k": "v"},
+                                     "spec": {"cpu": "0.5", "ports": [{"port": 1}]}}) is None
+    assert compare.difference(live, {"kind": "Secret", "stringData": {"k": "w"}}) == "data.k"
+    assert compare.difference(live, {"kind": "X", "spec": {"ports": [{"port": 1}, {"port": 2}]}}) == "spec.ports"
+    assert compare.difference(None, {"kind": "X"}) == "missing"
+
+
+def test_kubeconfig_with_relative_files_token_file_and_a_second_file(tmp_path, monkeypatch):
+    (tmp_path / "ca.crt").write_text("not used for http")
+    (tmp_path / "token").write_text("secret-token\n")
+    first = tmp_path / "a.yaml"
+    first.write_text(json.dumps({"current-context": "ctx", "contexts": [
+        {"name": "ctx", "context": {"cluster": "c", "user": "u"}}], "clusters": [], "users": [
+        {"name": "u", "user": {"tokenFile": "token"}}]}))
+    second = tmp_path / "b.yaml"
+    second.write_text(json.dumps({"clusters": [
+        {"name": "c", "cluster": {"server": "https://example.invalid:6443/", "certificate-authority": "ca.crt"}}]}))
+    monkeypatch.delenv("K8S_AUTH_KUBECONFIG", raising=False)
+    monkeypatch.setenv("KUBECONFIG", f"{first}{os.pathsep}{second}")
+    creds = kube.load_credentials()
+    assert creds.server == "https://example.invalid:6443"
+    assert creds.ca_data == b"not used for http"
+    assert creds.headers() == {"Authorization": "Bearer secret-token"}
+
+
+def test_kubeconfig_exec_plugin_supplies_the_token(tmp_path):
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text("import json, os\n"
+                      "info = json.loads(os.environ['KUBERNETES_EXEC_INFO'])\n"
+                      "print(json.dumps({'apiVersion': info['apiVersion'], 'kind': 'ExecCredential',"
+                      " 'status': {'token': 'from-' + os.environ['WHO']}}))\n")
+    plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
+    config = tmp_path / "config"
+    config.write_text(json.dumps({"current-context": "x", "contexts": [{"name": "x", "context": {
+        "cluster": "c", "user": "u"}}], "clusters": [{"name": "c", "cluster": {
+            "server": "https://k.invalid", "insecure-skip-tls-verify": True}}], "users": [{"name": "u", "user": {
+                "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+                         "args": [str(plugin)], "env": [{"name": "WHO", "value": "plugin"}]}}}]}))
+    creds = kube.load_credentials(str(config))
+    assert creds.headers() == {"Authorization": "Bearer from-plugin"} and creds.insecure
