@@ -22,10 +22,12 @@ test: setup lint
 unit: setup
 	$(PY) -m pytest -p no:cacheprovider -m "not cluster" $(PYTEST_ARGS)
 
+# Run from the repository root as modules, so `tests.cluster` (the harness) is importable.
 bench: setup
-	$(PY) bench/render.py
-	$(PY) bench/drain.py
-	$(PY) bench/reconcile.py
+	$(PY) -m bench.render
+	$(PY) -m bench.drain
+	$(PY) -m bench.reconcile
+	$(PY) -m bench.operator_loop
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,6 +1,6 @@
 """Benchmark: one drain from `requested` to `ready-for-deletion`, with local multipooler peers.
 
-    .venv/bin/python bench/drain.py [--runs 7]
+    .venv/bin/python -m bench.drain [--runs 7]
 
 Starts the test harness (real kube-apiserver + etcd; or uses KUBECONFIG/TOPO_ETCD with
 USE_EXISTING_CLUSTER=1), builds a 3-pod shard with test peers, and times the agent driving one
@@ -11,19 +11,12 @@ pod annotation patch. Goal: median drain under 0.5 s.
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
-
-# `python bench/drain.py` puts bench/ first on sys.path, where sibling scripts could shadow stdlib
-# modules; import from the repository root instead.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+import statistics
+import time
+import uuid
+from collections.abc import Callable
 
 GOAL_S = 0.5
 

@@ -10,22 +10,16 @@ Goals: ours >= 20x faster than the anchor; no-op pass < 0.3 s of module time; ze
 
 Starts the test harness (real kube-apiserver + etcd) unless USE_EXISTING_CLUSTER=1 (then KUBECONFIG).
 
-    .venv/bin/python bench/reconcile.py
+    .venv/bin/python -m bench.reconcile
 """
 
 from __future__ import annotations
-
-import sys
-
-# bench/ holds scripts named like stdlib modules (operator.py): replace it on the import path with the
-# repository root (for tests.cluster.harness).
-if sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path[0] = sys.path[0].rstrip("/").rsplit("/", 1)[0]
 
 import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 import uuid

@@ -4,17 +4,10 @@ Prints the render time, objects per second, and the ratio against an anchor meas
 run on the same objects: serialising them once with json.dumps (a floor any renderer must pay to
 produce the bytes). Goal: the render stays under 2 s on the project's 2-core machines.
 
-    .venv/bin/python bench/render.py [--shards 100] [--repeat 3]
+    .venv/bin/python -m bench.render [--shards 100] [--repeat 3]
 """
 
 from __future__ import annotations
-
-import sys
-
-# bench/ holds other scripts (e.g. operator.py) that would shadow the standard library when this
-# file runs as a script; drop the script directory from the import path before anything else.
-if sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.pop(0)
 
 import argparse
 import json

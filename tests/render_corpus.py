@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tests.helpers.merge_patch import merge_patch
+
 CORPUS = Path(__file__).parent / "unit" / "render" / "spec_corpus.yaml"
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: dicts merge recursively, null deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
 
 
 @functools.cache

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,6 +34,7 @@ from .localstack import REPO_ROOT, LocalStack, PodTimeline, is_ready, pod_index,
 SAMPLE = REPO_ROOT / "examples" / "sample-shard.yaml"
 RECONCILE_PLAYBOOK = REPO_ROOT / "playbooks" / "reconcile.yml"
 Manifest = dict[str, Any]
+Done = Callable[[Manifest | None, list[Manifest]], bool]  # (shard, pods) -> the phase is over
 
 
 # --- the sample shard, adapted to this machine -------------------------------------------------------
@@ -207,34 +209,45 @@ class Story:
     def name(self) -> str:
         return self.doc["metadata"]["name"]
 
-    def step(self, title: str, doc: Manifest | None, replicas: int, image: str | None) -> Phase:
+    def step(self, title: str, doc: Manifest, replicas: int, image: str | None) -> Phase:
+        """Apply `doc` and wait until the shard converged on it."""
+        self.doc = doc
+        return self._phase(title, lambda: self.stack.apply_shard(doc),
+                           lambda shard, pods: converged(shard, pods, replicas, image), image)
+
+    def delete(self) -> Phase:
+        """Delete the shard and wait until its finalizer let it go."""
+        kube = self.stack.kube()
+        ns = self.stack.namespace
+        return self._phase("delete the shard",
+                           lambda: kube.delete(keys.API_GROUP_VERSION, keys.SHARD_KIND, ns, self.name),
+                           lambda shard, _pods: shard is None, None)
+
+    def _phase(self, title: str, act: Callable[[], object], done: Done, image: str | None) -> Phase:
         phase = Phase(title)
         self.phases.append(phase)
         start, runs0 = time.monotonic(), self.stack.reconciles()
         uids0 = set(self.timeline.uids())
-        if doc is not None:
-            self.doc = doc
-            self.stack.apply_shard(doc)
+        act()
         while True:
             shard, pods = self.stack.get_shard(self.name), self.stack.pods()
             nodes = self.stack.nodes
             standbys = nodes.sync_standbys() if nodes else ()
             primary = nodes.primary() if nodes else None
             self.display.show(table(title, time.monotonic() - start, shard, pods, standbys, primary, image))
-            if converged(shard, pods, replicas, image):
+            if done(shard, pods):
                 break
             if time.monotonic() - start > self.timeout:
-                phase.ok, phase.detail = False, f"not converged after {self.timeout:.0f}s"
+                phase.ok, phase.detail = False, f"not done after {self.timeout:.0f}s"
                 break
             time.sleep(0.25)
         phase.seconds = time.monotonic() - start
-        new = [u for u in self.timeline.uids() if u not in uids0]
-        phase.created = len(new)
-        phase.deleted = sum(1 for u in uids0 if self.timeline.deleted_at(u) is not None
-                            and self.timeline.deleted_at(u) >= start)  # type: ignore[operator]
-        phase.drains = sum(1 for u in uids0 | set(new)
-                           if keys.DrainState.READY_FOR_DELETION.value in self.timeline.drain_states(u)
-                           and (self.timeline.deleted_at(u) or 0) >= start)
+        seen = set(self.timeline.uids())
+        gone = {u for u in seen if (self.timeline.deleted_at(u) or 0) >= start}
+        phase.created = len(seen - uids0)
+        phase.deleted = len(gone)
+        phase.drains = sum(1 for u in gone
+                           if keys.DrainState.READY_FOR_DELETION.value in self.timeline.drain_states(u))
         phase.reconciles = self.stack.reconciles() - runs0
         return phase
 
@@ -257,12 +270,15 @@ class Story:
 
 
 def summary(phases: list[Phase], total: float) -> list[str]:
+    width = max(len(p.name) for p in phases)
     lines = ["", "What happened:",
-             f"  {'PHASE':<44} {'TIME':>7} {'PODS+':>5} {'PODS-':>5} {'DRAINS':>6} {'RUNS':>5}  RESULT"]
+             f"  {'PHASE':<{width}} {'TIME':>7} {'PODS+':>5} {'PODS-':>5} {'DRAINS':>6} {'RUNS':>5}  RESULT"]
     for p in phases:
-        lines.append(f"  {p.name:<44} {p.seconds:6.1f}s {p.created:>5} {p.deleted:>5} {p.drains:>6} "
+        lines.append(f"  {p.name:<{width}} {p.seconds:6.1f}s {p.created:>5} {p.deleted:>5} {p.drains:>6} "
                      f"{p.reconciles:>5}  {'ok' if p.ok else 'FAILED: ' + p.detail}")
-    lines.append(f"  {'total':<44} {total:6.1f}s")
+    lines.append(f"  {'total':<{width}} {total:6.1f}s")
+    lines.append("  PODS+/PODS-: pods created/deleted; DRAINS: pods deleted after a completed drain; "
+                 "RUNS: operator passes")
     return lines
 
 
@@ -304,13 +320,13 @@ def run_demo(args: argparse.Namespace, out: TextIO) -> int:
     display = Display(out)
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="mgp-demo-"))
-    boot = Phase("start the control plane, operator and agent")
+    phases = [Phase("start the control plane, operator and agent")]
     cluster = Cluster(workdir / "cluster")
     stack: LocalStack | None = None
     timeline: PodTimeline | None = None
     ok = False
     try:
-        display.note("Starting kube-apiserver, controller-manager and two etcds …")
+        display.note("Starting kube-apiserver, kube-controller-manager, two etcds, the operator and the agent …")
         cluster.start()
         topo = cluster.topo_etcd
         stack = LocalStack(cluster.kubeconfig, topo.endpoint, args.namespace, workdir / "stack")
@@ -318,33 +334,30 @@ def run_demo(args: argparse.Namespace, out: TextIO) -> int:
         timeline = PodTimeline(cluster.kubeconfig, args.namespace)
         timeline.start()
         wait_for(stack.operator_ready, 120, "the operator to become ready")
-        boot.seconds = time.monotonic() - started
+        phases[0].seconds = time.monotonic() - started
         doc = demo_shard(load_sample(), args.namespace, f"{topo.host}:{topo.port}", stack.topo_root, 3)
-        image = next_image(postgres_image(doc))
-        story = Story(stack, doc, display, timeline, timeout=args.phase_timeout)
-        story.phases.append(boot)
-        ok = story.run(image)
-        if ok:
-            teardown = Phase("delete the shard")
-            t0 = time.monotonic()
-            stack.delete_shard(story.name, timeout=args.phase_timeout)
-            teardown.seconds = time.monotonic() - t0
-            story.phases.append(teardown)
-        for line in summary(story.phases, time.monotonic() - started):
-            display.note(line)
+        story = Story(stack, doc, display, timeline, timeout=args.phase_timeout, phases=phases)
+        ok = story.run(next_image(postgres_image(doc))) and story.delete().ok
         if not ok and stack.operator is not None:
             display.note("\nThe demo did not converge. Operator log tail:\n" + stack.operator.tail())
-        return 0 if ok else 1
     finally:
+        cleanup = Phase("clean up: stop everything, remove files")
+        t0 = time.monotonic()
         if timeline is not None:
             timeline.stop()
         if stack is not None:
             stack.stop()
         cluster.stop()
-        if ok or not args.keep_logs:
+        keep = not ok and args.keep_logs
+        if not keep:
             shutil.rmtree(workdir, ignore_errors=True)
-        else:
+        cleanup.seconds = time.monotonic() - t0
+        phases.append(cleanup)
+        for line in summary(phases, time.monotonic() - started):
+            display.note(line)
+        if keep:
             display.note(f"Logs kept in {workdir}")
+    return 0 if ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:

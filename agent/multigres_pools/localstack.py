@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, connect
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
@@ -436,9 +436,11 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
-        for proc in (self.operator, self.agent):
-            if proc is not None:
-                proc.stop()
+        if self.operator is not None:
+            self.operator.stop()
+        if self.agent is not None:
+            # The agent does not always exit promptly on SIGTERM yet (reported); the demo should not wait.
+            self.agent.stop(grace=5)
         if self.nodes is not None:
             self.nodes.stop()
 
@@ -469,16 +471,6 @@ class LocalStack:
             return sorted(kube.list("v1", "Pod", self.namespace, keys.LABEL_SHARD), key=pod_index)
         finally:
             kube.close()
-
-    def delete_shard(self, name: str, timeout: float = 120) -> None:
-        kube = self.kube()
-        try:
-            kube.delete(keys.API_GROUP_VERSION, keys.SHARD_KIND, self.namespace, name)
-        except KubeError as exc:
-            if exc.status != 404:
-                raise
-        wait_for(lambda: self.get_shard(name) is None, timeout, f"shard {name} to be deleted")
-        kube.close()
 
 
 def _agent_main(argv: list[str]) -> int:

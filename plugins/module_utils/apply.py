@@ -19,7 +19,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from . import facts, keys, tls
+from . import facts, keys
 from .actions import Action, Verb
 from .desired import GeneratedTLS
 from .kube import KubeClient, KubeError
@@ -121,6 +121,8 @@ class Applier:
 
     def _generate_tls(self, action: Action) -> tuple[str, str, Manifest | None]:
         """Key material is made here and goes straight into Secrets; nothing of it is returned."""
+        # Imported here: cryptography costs more to import than a whole no-op pass takes.
+        from . import tls
         body = action.body or {}
         gen: GeneratedTLS = body["tls"]
         owners = body.get("ownerReferences") or []

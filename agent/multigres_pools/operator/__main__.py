@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="runs kept on disk per shard")
     p.add_argument("--max-concurrent-reconciles", type=int,
                    default=int(env("MAX_CONCURRENT_RECONCILES", "0")) or None,
-                   help="default: 2 per CPU of the container's cgroup limit (4 if unlimited)")
+                   help="default: 2 per CPU of the container's cgroup limit (4 if unlimited), "
+                        "at most 1 per 128 MiB of its memory limit above 128 MiB")
     p.add_argument("--coalesce", type=float, default=0.1, help="seconds to gather a burst of events")
     p.add_argument("--resync-period", type=float, default=600.0, help="seconds between safety resyncs")
     p.add_argument("--shutdown-grace", type=float, default=20.0,
@@ -112,8 +113,8 @@ async def serve(args: argparse.Namespace) -> int:
     loop_settings = Settings(concurrency=concurrency, coalesce=args.coalesce,
                              resync_period=args.resync_period, shutdown_grace=args.shutdown_grace)
     controller = Controller(runner, loop_settings, metrics, report_invalid=InvalidSpecReporter(api))
-    log.info("operator starting: namespaces=%s concurrency=%d (cgroup CPU limit %s)",
-             namespaces or "*", concurrency, cpu.cpu_limit())
+    log.info("operator starting: namespaces=%s concurrency=%d (cgroup limits: cpu %s, memory %s)",
+             namespaces or "*", concurrency, cpu.cpu_limit(), cpu.memory_limit())
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -54,3 +54,34 @@ def test_reads_cgroup_v2_before_v1(tmp_path: Path) -> None:
 def test_no_cgroup_files_means_unlimited(tmp_path: Path) -> None:
     assert cpu.cpu_limit(tmp_path) is None
     assert cpu.default_concurrency(tmp_path) == cpu.UNLIMITED_DEFAULT
+
+
+@pytest.mark.parametrize(("text", "limit"), [
+    ("max\n", None),
+    ("536870912\n", 512 * cpu.MIB),
+    ("9223372036854771712\n", None),  # cgroup v1's "no limit"
+])
+def test_parse_memory_max(text: str, limit: int | None) -> None:
+    assert cpu.parse_memory_max(text) == limit
+
+
+@pytest.mark.parametrize(("cores", "memory", "runs"), [
+    (2.0, None, 4),
+    (None, 512 * cpu.MIB, 3),   # no CPU limit (4) but 512 MiB: (512 - 128) / 128 = 3
+    (8.0, 512 * cpu.MIB, 3),    # the memory limit caps a generous CPU limit
+    (1.0, 4096 * cpu.MIB, 2),   # plenty of memory: the CPU limit decides
+    (4.0, 200 * cpu.MIB, 1),    # never below one
+])
+def test_memory_limit_caps_concurrency(cores: float | None, memory: int | None, runs: int) -> None:
+    assert cpu.concurrency_for(cores, memory) == runs
+
+
+def test_reads_memory_limit_from_cgroup(tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text(str(640 * cpu.MIB))
+    assert cpu.memory_limit(tmp_path) == 640 * cpu.MIB
+    (tmp_path / "memory.max").write_text("max\n")
+    assert cpu.memory_limit(tmp_path) is None
+    (tmp_path / "cpu.max").write_text("400000 100000\n")
+    (tmp_path / "memory.max").write_text(str(512 * cpu.MIB))
+    assert cpu.default_concurrency(tmp_path) == 3

@@ -17,20 +17,10 @@ from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 from ansible_collections.multigres.pools.plugins.module_utils.actions import Action, Verb
 from ansible_collections.multigres.pools.plugins.module_utils.observe import Observed
 
+from tests.helpers.merge_patch import merge_patch
+
 Manifest = dict[str, Any]
 NEXT_STATE = dict(itertools.pairwise(keys.DRAIN_ORDER))
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
 
 
 class Sim:

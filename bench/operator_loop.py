@@ -12,23 +12,21 @@ Measures, on this machine and in this run:
 Goals (issue 6): first write < 2 s, resync of 50 shards < 30 s, operator RSS < 300 MiB. Times are
 also printed as ratios to the anchor, which moves with the machine the way the operator does.
 
-    python bench/operator.py [--shards 50]
+    python -m bench.operator_loop [--shards 50]
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from ansible_collections.multigres.pools.plugins.module_utils import keys  # noqa: E402
-from multigres_pools.localstack import (  # noqa: E402
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+from multigres_pools.localstack import (
     Process,
     child_env,
     ensure_namespace,
@@ -38,6 +36,8 @@ from multigres_pools.localstack import (  # noqa: E402
     reconcile_count,
     wait_for,
 )
+
+REPO = Path(__file__).resolve().parents[1]
 
 MIB = 1024 * 1024
 
@@ -50,6 +50,7 @@ def anchor(workdir: Path) -> float:
                         "    - ansible.builtin.debug: {msg: hello}\n")
     best = float("inf")
     for i in range(3):
+        (workdir / f"anchor{i}").mkdir()
         start = time.monotonic()
         result = ansible_runner.run(private_data_dir=str(workdir / f"anchor{i}"), playbook=str(playbook),
                                     inventory="localhost ansible_connection=local", quiet=True,
@@ -76,14 +77,21 @@ def rss(pid: int) -> int:
 
 
 def children(pid: int) -> list[int]:
-    try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return []
-    out = [int(k) for k in kids]
-    for kid in list(out):
-        out += children(kid)
-    return out
+    """Every descendant of `pid`, from the parent ids in /proc/<n>/stat."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        kids = [c for c, parent in parents.items() if parent in frontier]
+        found += kids
+        frontier = kids
+    return found
 
 
 def start_operator(kubeconfig: Path, namespace: str, workdir: Path, tag: str) -> tuple[Process, int]:
@@ -100,10 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shards", type=int, default=50)
     args = p.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="mgp-bench-operator-"))
+    try:
+        return _measure(args.shards, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
+
+def _measure(shards: int, workdir: Path) -> int:
     from tests.cluster.harness import Cluster
 
-    workdir = Path(tempfile.mkdtemp(prefix="mgp-bench-operator-"))
     t_anchor = anchor(workdir)
     print(f"anchor: bare ansible-runner run, one task: {t_anchor:.2f}s (best of 3)")
     ns = "bench"
@@ -114,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         install_crd(kube)
         ensure_namespace(kube, ns)
         topo = f"{cluster.topo_etcd.host}:{cluster.topo_etcd.port}"
-        names = [f"s{i:03d}" for i in range(args.shards)]
+        names = [f"s{i:03d}" for i in range(shards)]
 
         # Converge N shards with one operator, then measure a spec change on one of them.
         op, port = start_operator(cluster.kubeconfig, ns, workdir, "a")
