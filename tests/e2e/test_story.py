@@ -128,14 +128,14 @@ def test_story(stack: LocalStack, topo_etcd, tmp_path: Path) -> None:  # type: i
         assert sorted(nodes.sync_standbys()) == sorted(n for n in after.values() if n != primary)
         kube = stack.kube()
         pvcs = kube.list("v1", "PersistentVolumeClaim", ns, keys.LABEL_SHARD)
-        # whenScaled: Delete. The harness runs no pvc-protection controller, so a deleted PVC keeps
-        # its kubernetes.io/pvc-protection finalizer: deleted means a deletionTimestamp here.
+        # whenScaled: Delete. A deleted PVC keeps its kubernetes.io/pvc-protection finalizer until the
+        # pvc-protection controller sees no pod using it: deleted means gone or a deletionTimestamp.
         kept = [p for p in pvcs if keys.LABEL_INDEX in (p["metadata"].get("labels") or {})
                 and not p["metadata"].get("deletionTimestamp")]
         assert len(kept) == 2, [p["metadata"]["name"] for p in kept]
 
         # 5. A reconcile with no change writes nothing (the same playbook the operator runs).
-        report = PlaybookRunner(root=tmp_path / "noop").run(ns, name)
+        report = PlaybookRunner(root=tmp_path / "noop", envvars={"KUBECONFIG": str(stack.kubeconfig)}).run(ns, name)
         res = report.module_result or {}
         assert report.status == "successful" and not res.get("failed"), res
         assert res.get("changed") is False and not res.get("actions"), res

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
 import os
+import signal
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -110,11 +112,19 @@ class Runtime:
         host, _, port = self.args.http.rpartition(":")
         server = serve(host or "0.0.0.0", int(port), self.agent.ctx.metrics.registry, self.healthy, self.ready)
         threading.Thread(target=self.periodic, name="periodic", daemon=True).start()
+        async def operate() -> None:
+            try:
+                await kopf.operator(registry=build_registry(self.agent, self.api), standalone=True,
+                                    clusterwide=not self.args.namespace, namespaces=self.args.namespace,
+                                    stop_flag=self.stop_flag, ready_flag=self.ready_flag)
+            finally:
+                # kopf waits on a threading.Event stop flag in an executor thread; when a signal stops
+                # kopf instead, that thread would block asyncio.run's executor shutdown forever.
+                self.stop_flag.set()
+
         try:
-            # asyncio.run(kopf.operator(...)) rather than kopf.run(): it also works off the main thread.
-            asyncio.run(kopf.operator(registry=build_registry(self.agent, self.api), standalone=True,
-                                      clusterwide=not self.args.namespace, namespaces=self.args.namespace,
-                                      stop_flag=self.stop_flag, ready_flag=self.ready_flag))
+            # asyncio.run(...) rather than kopf.run(): it also works off the main thread.
+            asyncio.run(operate())
         finally:
             self.stop_flag.set()
             server.shutdown()
@@ -140,6 +150,7 @@ def build(argv: list[str] | None = None, **overrides: object) -> Runtime:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logs.setup(args.log_level)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` dumps every thread's stack
     runtime = build(argv)
     log.info("agent starting", extra={"identity": args.identity, "era": args.era,
                                       "namespaces": args.namespace or "all", "standalone": args.standalone})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -56,3 +59,21 @@ def test_agent_process_drains_publishes_and_serves(kube, namespace, rig_factory)
         runtime.stop_flag.set()
         thread.join(30)
     assert not thread.is_alive()
+
+
+def test_agent_process_exits_cleanly_on_sigterm(kube, namespace) -> None:
+    """What the kubelet does on pod deletion: SIGTERM, then SIGKILL after the 30 s grace period.
+    The agent must be gone before that (kopf's stop-flag waiter once kept it alive forever)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "multigres_pools.agent", "--standalone", "--kubeconfig", str(kube.kubeconfig),
+         "--namespace", namespace, "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert _wait(lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200), "agent never became ready"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

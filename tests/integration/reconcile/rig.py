@@ -97,8 +97,8 @@ class Rig:
 
     def pvcs(self) -> dict[str, Manifest]:
         """The PVCs that are not being deleted. (A deleted claim keeps the kubernetes.io/pvc-protection
-        finalizer until the pvc-protection controller sees no pod using it; the harness may not run
-        that controller, so a claim with a deletionTimestamp counts as deleted.)"""
+        finalizer until the pvc-protection controller sees no pod using it, so a claim with a
+        deletionTimestamp counts as deleted.)"""
         found = self.client.list("v1", "PersistentVolumeClaim", self.namespace)
         return {facts.name(p): p for p in found if not facts.is_terminating(p)}
 
