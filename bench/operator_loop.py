@@ -94,12 +94,14 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def start_operator(kubeconfig: Path, namespace: str, workdir: Path, tag: str) -> tuple[Process, int]:
+def start_operator(kubeconfig: Path, namespace: str, workdir: Path, tag: str,
+                   batch_size: int | None) -> tuple[Process, int]:
     port = free_port()
+    batching = [] if batch_size is None else ["--batch-size", str(batch_size)]
     proc = Process(f"operator-{tag}", [sys.executable, "-m", "multigres_pools.operator", "-n", namespace,
                                        "--kubeconfig", str(kubeconfig), "--health-addr", f"127.0.0.1:{port}",
                                        "--artifacts-dir", str(workdir / f"runner-{tag}"), "--log-format", "text",
-                                       "--coalesce", "0.05", "--identity", f"bench-{tag}"],
+                                       "--coalesce", "0.05", "--identity", f"bench-{tag}", *batching],
                    workdir / f"operator-{tag}.log")
     return proc.start(), port
 
@@ -107,19 +109,22 @@ def start_operator(kubeconfig: Path, namespace: str, workdir: Path, tag: str) ->
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shards", type=int, default=50)
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="passed to the operator's --batch-size (default: the operator's default)")
     args = p.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="mgp-bench-operator-"))
     try:
-        return _measure(args.shards, workdir)
+        return _measure(args.shards, workdir, args.batch_size)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _measure(shards: int, workdir: Path) -> int:
+def _measure(shards: int, workdir: Path, batch_size: int | None) -> int:
     from tests.cluster.harness import Cluster
 
     t_anchor = anchor(workdir)
     print(f"anchor: bare ansible-runner run, one task: {t_anchor:.2f}s (best of 3)")
+    print(f"operator --batch-size: {'default' if batch_size is None else batch_size}")
     ns = "bench"
     with Cluster(workdir / "cluster") as cluster:
         from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
@@ -131,7 +136,7 @@ def _measure(shards: int, workdir: Path) -> int:
         names = [f"s{i:03d}" for i in range(shards)]
 
         # Converge N shards with one operator, then measure a spec change on one of them.
-        op, port = start_operator(cluster.kubeconfig, ns, workdir, "a")
+        op, port = start_operator(cluster.kubeconfig, ns, workdir, "a", batch_size)
         try:
             wait_for(lambda: http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 60, "operator ready")
             for name in names:
@@ -161,7 +166,7 @@ def _measure(shards: int, workdir: Path) -> int:
             op.stop()
 
         # A fresh operator: its start is a resync of N converged shards.
-        op, port = start_operator(cluster.kubeconfig, ns, workdir, "b")
+        op, port = start_operator(cluster.kubeconfig, ns, workdir, "b", batch_size)
         peak_rss = peak_children = 0
         start = time.monotonic()
         try:

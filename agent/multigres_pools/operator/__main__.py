@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
                    default=int(env("MAX_CONCURRENT_RECONCILES", "0")) or None,
                    help="default: 2 per CPU of the container's cgroup limit (4 if unlimited), "
                         "at most 1 per 128 MiB of its memory limit above 128 MiB")
+    p.add_argument("--batch-size", type=int, default=int(env("RECONCILE_BATCH_SIZE", "10")),
+                   help="shards reconciled by one ansible-playbook run: its start-up, half the CPU of a pass, "
+                        "is paid once per batch; a batch only takes shards already due (1: one run per shard)")
     p.add_argument("--coalesce", type=float, default=0.1, help="seconds to gather a burst of events")
     p.add_argument("--resync-period", type=float, default=600.0, help="seconds between safety resyncs")
     p.add_argument("--shutdown-grace", type=float, default=20.0,
@@ -105,16 +108,19 @@ async def serve(args: argparse.Namespace) -> int:
     if not namespaces and not args.all_namespaces:
         log.error("no namespace to watch: pass --namespace, set WATCH_NAMESPACE, or --all-namespaces")
         return 2
+    if args.batch_size < 1:
+        log.error("--batch-size must be at least 1, got %d", args.batch_size)
+        return 2
     api = _api_client(args.kubeconfig)
     metrics = Metrics()
     concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
     runner = PlaybookRunner(root=args.artifacts_dir, playbook=args.playbook or DEFAULT_PLAYBOOK,
                             keep_artifacts=args.keep_artifacts)
-    loop_settings = Settings(concurrency=concurrency, coalesce=args.coalesce,
-                             resync_period=args.resync_period, shutdown_grace=args.shutdown_grace)
+    loop_settings = Settings(concurrency=concurrency, coalesce=args.coalesce, resync_period=args.resync_period,
+                             shutdown_grace=args.shutdown_grace, batch_size=args.batch_size)
     controller = Controller(runner, loop_settings, metrics, report_invalid=InvalidSpecReporter(api))
-    log.info("operator starting: namespaces=%s concurrency=%d (cgroup limits: cpu %s, memory %s)",
-             namespaces or "*", concurrency, cpu.cpu_limit(), cpu.memory_limit())
+    log.info("operator starting: namespaces=%s concurrency=%d batch-size=%d (cgroup limits: cpu %s, memory %s)",
+             namespaces or "*", concurrency, args.batch_size, cpu.cpu_limit(), cpu.memory_limit())
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

@@ -1,5 +1,5 @@
 """The operator's core: a per-shard work queue drained by N workers, each running the reconcile
-playbook for one shard at a time. Kopf handlers only feed it (see `handlers`).
+playbook for a batch of ready shards at a time. Kopf handlers only feed it (see `handlers`).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import asyncio
 import logging
 import random
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 class Runner(Protocol):
     root: Path
 
-    def run(self, namespace: str, name: str, cancel: Callable[[], bool] = ...) -> RunReport: ...
+    def run_batch(self, keys: Sequence[ShardKey], cancel: Callable[[], bool] = ...,
+                  forks: int | None = ...) -> dict[ShardKey, RunReport]: ...
 
 
 class InvalidSpecReporter(Protocol):
@@ -41,6 +42,23 @@ class Settings:
     resync_period: float = 600.0
     # How long running reconciles may finish at shutdown before they are cancelled.
     shutdown_grace: float = 20.0
+    # Shards per ansible-playbook run; 1 runs each shard alone.
+    batch_size: int = 1
+
+
+def split_concurrency(concurrency: int, batch_size: int) -> tuple[int, int]:
+    """(workers, forks per worker) for `concurrency` passes at once in batches of `batch_size`.
+
+    `concurrency` (from the cgroup limits, see `cpu`) bounds the passes running at once, each an
+    ansible worker process plus its module process, so workers x forks never exceeds it. A batch
+    amortises one ansible-playbook start-up over its shards whatever its forks, so fewer, wider
+    workers would save the most CPU; but a batch ends with its slowest shard (e.g. a deletion waiting
+    for the agent's topology cleanup), so at least two workers keep one slow batch from stalling
+    every other shard. Batch size 1 gives one single-fork worker per pass, as before batching.
+    """
+    concurrency, batch_size = max(1, concurrency), max(1, batch_size)
+    workers = max(min(2, concurrency), -(-concurrency // batch_size))
+    return workers, max(1, min(batch_size, concurrency // workers))
 
 
 class Controller:
@@ -79,8 +97,8 @@ class Controller:
 
     # --- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
-        workers = [asyncio.create_task(self._worker(), name=f"reconcile-worker-{i}")
-                   for i in range(self.settings.concurrency)]
+        count, forks = split_concurrency(self.settings.concurrency, self.settings.batch_size)
+        workers = [asyncio.create_task(self._worker(forks), name=f"reconcile-worker-{i}") for i in range(count)]
         resync = asyncio.create_task(self._resync_loop(), name="resync")
         await stop.wait()
         log.info("stopping: %d reconcile(s) running", len(self.queue.queue.processing()))
@@ -93,12 +111,14 @@ class Controller:
             self._cancel.set()
             await asyncio.wait(pending)
 
-    async def _worker(self) -> None:
-        while (key := await self.queue.get()) is not None:
+    async def _worker(self, forks: int) -> None:
+        # The first ready key plus the keys already due: a batch never waits to fill up.
+        while batch := await self.queue.get_batch(self.settings.batch_size):
             try:
-                await self.reconcile(key)
+                await self.reconcile_batch(batch, forks)
             finally:
-                self.queue.done(key)
+                for key in batch:
+                    self.queue.done(key)
 
     async def _resync_loop(self) -> None:
         while True:
@@ -110,17 +130,28 @@ class Controller:
             await asyncio.to_thread(artifacts.prune_shards, self.runner.root, live)
 
     async def reconcile(self, key: ShardKey) -> Outcome:
-        namespace, name = key
-        self.metrics.running.inc()
+        return (await self.reconcile_batch([key]))[key]
+
+    async def reconcile_batch(self, keys: Sequence[ShardKey], forks: int | None = None) -> dict[ShardKey, Outcome]:
+        """One playbook run over `keys`, then each shard's outcome handled on its own."""
+        self.metrics.running.inc(len(keys))
         try:
-            report = await asyncio.to_thread(self.runner.run, namespace, name, self._cancel.is_set)
-            outcome = classify(report.status, report.module_result, report.failures)
+            reports: Mapping[ShardKey, RunReport | None] = await asyncio.to_thread(
+                self.runner.run_batch, keys, self._cancel.is_set, forks)
+            error = None
         except Exception as exc:  # the runner itself broke (disk full, bad config): retry later
-            log.exception("runner failed for %s/%s", namespace, name)
-            report, outcome = None, Outcome(Result.ERROR, f"runner error: {exc}")
+            log.exception("runner failed for %s", ", ".join(f"{ns}/{name}" for ns, name in keys))
+            reports, error = {}, Outcome(Result.ERROR, f"runner error: {exc}")
         finally:
-            self.metrics.running.dec()
-        if report is not None:
+            self.metrics.running.dec(len(keys))
+        return {key: await self._finish(key, reports.get(key), error) for key in keys}
+
+    async def _finish(self, key: ShardKey, report: RunReport | None, error: Outcome | None) -> Outcome:
+        namespace, name = key
+        if report is None:
+            outcome = error or Outcome(Result.ERROR, "runner error: no report for this shard")
+        else:
+            outcome = classify(report.status, report.module_result, report.failures)
             self.metrics.duration.observe(report.duration)
             if report.start_overhead is not None:
                 self.metrics.runner_overhead.observe(report.start_overhead)

@@ -1,16 +1,23 @@
-"""One run of playbooks/reconcile.yml for one shard, through ansible-runner's Python API.
+"""Runs of playbooks/reconcile.yml through ansible-runner's Python API, several shards per run.
 
-The module reads the MultigresShard itself, so the extravars only name it. Events are read in
-memory as they stream; only failures and the reconcile task's own result are written to disk,
-which keeps the artifact directory small (one file per event otherwise; ansible-runner#724).
+Each shard is one inventory host (`<namespace>.<name>`, with `shard_name`/`shard_namespace` as host
+vars), so one ansible-playbook start-up (~half the CPU of a pass) serves a whole batch; the play's
+`hosts:` comes from the `reconcile_hosts` extra var and stays `localhost` for people running the
+playbook by hand. The module reads the MultigresShard itself, so the host vars only name it.
+
+Events are read in memory as they stream and sorted by host; only failures and the reconcile
+task's own result are written to disk (one file per event otherwise; ansible-runner#724), then
+moved into each shard's own run directory, so `<root>/<ns>/<name>/artifacts/<run>/` stays per shard.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,16 +25,31 @@ from typing import Any
 import ansible_runner
 
 from . import artifacts
+from .relevance import ShardKey
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PLAYBOOK = REPO_ROOT / "playbooks" / "reconcile.yml"
 RECONCILE_ACTIONS = frozenset({"multigres.pools.shard_reconcile", "shard_reconcile"})
 _RESULT_EVENTS = {"runner_on_ok", "runner_on_failed", "runner_on_unreachable"}
+# The inventory group of a batch; playbooks/reconcile.yml targets it through this extra var.
+BATCH_GROUP = "multigres_shards"
+HOSTS_EXTRAVAR = "reconcile_hosts"
+# Scratch private data dirs of running batches, under the artifacts root; the leading dot keeps
+# them out of artifacts.prune_shards, which only looks at namespace directories.
+BATCHES_DIR = ".batches"
 
 
-def reconcile_extravars(namespace: str, name: str) -> dict[str, str]:
-    """Names the MultigresShard for playbooks/reconcile.yml (role `shard`), which reads it itself."""
-    return {"shard_name": name, "shard_namespace": namespace}
+def host_name(key: ShardKey) -> str:
+    """The inventory host of a shard; namespaces contain no dots, so it is unique."""
+    namespace, name = key
+    return f"{namespace}.{name}"
+
+
+def batch_inventory(keys: Sequence[ShardKey]) -> dict[str, Any]:
+    """One local host per shard, named by its host vars (role `shard` reads shard_name/shard_namespace)."""
+    hosts = {host_name((ns, name)): {"shard_name": name, "shard_namespace": ns, "ansible_connection": "local"}
+             for ns, name in keys}
+    return {"all": {"children": {BATCH_GROUP: {"hosts": hosts}}}}
 
 
 @dataclass
@@ -43,29 +65,55 @@ class RunReport:
 
 
 @dataclass
-class _EventCollector:
-    started: float
+class _HostEvents:
+    """The events of one host (one shard) of a batch."""
+
     module_result: dict[str, Any] | None = None
     failures: list[str] = field(default_factory=list)
     task_started: float | None = None
+    finished: float | None = None
+
+    def result(self, kind: str, data: Mapping[str, Any], ours: bool) -> bool:
+        """Record a result event; True if it is worth keeping on disk."""
+        res = data.get("res") or {}
+        if ours:
+            # The callback leaves `failed` out of `res`; the event kind says it.
+            self.module_result = {**res, "failed": kind != "runner_on_ok"}
+            self.finished = time.monotonic()
+            return True
+        if kind != "runner_on_ok" and not data.get("ignore_errors"):
+            self.failures.append(f"{data.get('task', '?')}: {res.get('msg', kind)}")
+            self.finished = time.monotonic()
+            return True
+        return False
+
+    def status(self, batch_status: str) -> str:
+        """This host's verdict: another host failing fails the batch, not this shard's pass."""
+        if batch_status == "canceled" or (self.module_result is None and not self.failures):
+            return batch_status
+        failed = bool(self.failures) or bool(self.module_result and self.module_result["failed"])
+        return "failed" if failed else "successful"
+
+
+@dataclass
+class _EventCollector:
+    """ansible-runner's event handler for a batch: sorts events by host (event_data["host"])."""
+
+    hosts: dict[str, _HostEvents]
 
     def __call__(self, event: Mapping[str, Any]) -> bool:
         kind = event.get("event", "")
         data = event.get("event_data") or {}
         ours = data.get("task_action") in RECONCILE_ACTIONS
-        if ours and self.task_started is None and kind in ("playbook_on_task_start", "runner_on_start"):
-            self.task_started = time.monotonic()
-        if kind not in _RESULT_EVENTS:
+        host = self.hosts.get(data.get("host", ""))
+        if ours and kind in ("playbook_on_task_start", "runner_on_start"):
+            # The task start has no host: it starts the task for every host of the batch.
+            for h in self.hosts.values() if host is None else (host,):
+                if h.task_started is None:
+                    h.task_started = time.monotonic()
+        if kind not in _RESULT_EVENTS or host is None:
             return False
-        res = data.get("res") or {}
-        if ours:
-            # The callback leaves `failed` out of `res`; the event kind says it.
-            self.module_result = {**res, "failed": kind != "runner_on_ok"}
-            return True
-        if kind != "runner_on_ok" and not data.get("ignore_errors"):
-            self.failures.append(f"{data.get('task', '?')}: {res.get('msg', kind)}")
-            return True
-        return False
+        return host.result(kind, data, ours)
 
 
 @dataclass
@@ -76,6 +124,10 @@ class PlaybookRunner:
     timeout: int = 600
     verbosity: int = 0
     envvars: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Scratch dirs left by batches of a killed predecessor: nothing runs yet, so all are stale.
+        shutil.rmtree(self.root / BATCHES_DIR, ignore_errors=True)
 
     def _env(self) -> dict[str, str]:
         # ansible-playbook and the module's interpreter come from this Python's environment.
@@ -93,23 +145,63 @@ class PlaybookRunner:
         return env
 
     def run(self, namespace: str, name: str, cancel: Callable[[], bool] = lambda: False) -> RunReport:
-        pdd = artifacts.shard_dir(self.root, namespace, name)
-        pdd.mkdir(parents=True, exist_ok=True)
+        key = (namespace, name)
+        return self.run_batch([key], cancel)[key]
+
+    def run_batch(self, keys: Sequence[ShardKey], cancel: Callable[[], bool] = lambda: False,
+                  forks: int | None = None) -> dict[ShardKey, RunReport]:
+        """One ansible-playbook run over `keys` (distinct shards); a report per shard.
+
+        `forks` (default: one per shard) bounds the passes running at once inside the batch.
+        """
+        keys = list(dict.fromkeys(keys))
         ident = artifacts.new_ident()
+        # A fresh private data dir per batch: ansible-runner writes the inventory and extra vars
+        # there, and two batches run at once.
+        pdd = self.root / BATCHES_DIR / ident
+        pdd.mkdir(parents=True)
         started = time.monotonic()
-        collector = _EventCollector(started)
+        collector = _EventCollector({host_name(k): _HostEvents() for k in keys})
         try:
             result = ansible_runner.run(
                 private_data_dir=str(pdd), playbook=str(self.playbook), ident=ident,
-                inventory="localhost ansible_connection=local",
-                extravars=reconcile_extravars(namespace, name),
+                inventory=batch_inventory(keys), extravars={HOSTS_EXTRAVAR: BATCH_GROUP},
+                forks=max(1, min(forks or len(keys), len(keys))),
                 envvars=self._env(), quiet=True, verbosity=self.verbosity or None, timeout=self.timeout,
                 event_handler=collector, cancel_callback=cancel, rotate_artifacts=0,
             )
             status, rc = result.status, result.rc
         finally:
-            artifacts.prune_runs(pdd, self.keep_artifacts)
-        overhead = None if collector.task_started is None else collector.task_started - started
-        return RunReport(status=status, rc=rc, module_result=collector.module_result,
-                         failures=collector.failures, duration=time.monotonic() - started,
-                         start_overhead=overhead, ident=ident)
+            self._file_events(pdd, ident, keys)
+        ended = time.monotonic()
+        reports: dict[ShardKey, RunReport] = {}
+        for key in keys:
+            host = collector.hosts[host_name(key)]
+            host_status = host.status(status)
+            reports[key] = RunReport(
+                status=host_status, rc=0 if host_status == "successful" else rc,
+                module_result=host.module_result, failures=host.failures,
+                duration=(host.finished or ended) - started,
+                start_overhead=None if host.task_started is None else host.task_started - started, ident=ident)
+        return reports
+
+    def _file_events(self, pdd: Path, ident: str, keys: Sequence[ShardKey]) -> None:
+        """Move each kept event into its shard's run dir, prune old runs, drop the batch's scratch dir."""
+        by_host = {host_name(k): artifacts.shard_dir(self.root, *k) for k in keys}
+        for shard in by_host.values():
+            (shard / "artifacts" / ident / "job_events").mkdir(parents=True, exist_ok=True)
+        events_dir = pdd / "artifacts" / ident / "job_events"
+        for path in events_dir.glob("*.json") if events_dir.is_dir() else ():
+            shard = by_host.get(_event_host(path))
+            if shard is not None:
+                path.replace(shard / "artifacts" / ident / "job_events" / path.name)
+        shutil.rmtree(pdd, ignore_errors=True)
+        for shard in by_host.values():
+            artifacts.prune_runs(shard, self.keep_artifacts)
+
+
+def _event_host(path: Path) -> str:
+    try:
+        return str((json.loads(path.read_text()).get("event_data") or {}).get("host", ""))
+    except (OSError, ValueError):
+        return ""

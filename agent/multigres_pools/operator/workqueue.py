@@ -51,15 +51,18 @@ class WorkQueue:
 
     def pop(self, now: float) -> Key | None:
         """The ready key with the earliest deadline (now marked as processing), or None."""
-        best: Key | None = None
-        best_at = math.inf
-        for key, at in self._due.items():
-            if at <= now and at < best_at:
-                best, best_at = key, at
-        if best is not None:
-            del self._due[best]
-            self._processing.add(best)
-        return best
+        batch = self.pop_batch(now, 1)
+        return batch[0] if batch else None
+
+    def pop_batch(self, now: float, limit: int) -> list[Key]:
+        """Up to `limit` ready keys, earliest deadline first (now marked as processing); never one not due."""
+        ready = sorted((at, i) for i, at in enumerate(self._due.values()) if at <= now)
+        keys = list(self._due)
+        batch = [keys[i] for _at, i in ready[: max(0, limit)]]
+        for key in batch:
+            del self._due[key]
+            self._processing.add(key)
+        return batch
 
     def done(self, key: Key) -> None:
         """The run of `key` finished; if it was marked dirty meanwhile, queue it again."""
@@ -129,13 +132,19 @@ class AsyncWorkQueue:
 
     async def get(self) -> Key | None:
         """The next ready key; None once the queue is closed."""
+        batch = await self.get_batch(1)
+        return batch[0] if batch else None
+
+    async def get_batch(self, limit: int) -> list[Key]:
+        """Wait for a ready key, then take up to `limit` keys that are due now (never waiting for
+        more); an empty list once the queue is closed."""
         while not self._closed:
-            key = self.queue.pop(self.now())
-            if key is not None:
-                return key
+            batch = self.queue.pop_batch(self.now(), limit)
+            if batch:
+                return batch
             self._changed.clear()
             deadline = self.queue.next_deadline()
             timeout = None if deadline is None else max(0.0, deadline - self.now())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout)
-        return None
+        return []

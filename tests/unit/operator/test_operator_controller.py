@@ -1,14 +1,16 @@
 """The controller's scheduling with the real ansible-runner and the test-double reconcile playbook:
-requeue_after is honoured, failures back off, an invalid spec waits for a spec change."""
+requeue_after is honoured, failures back off, an invalid spec waits for a spec change; the same
+whether each shard runs alone or in a batch with others."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from multigres_pools.operator.backoff import Backoff
-from multigres_pools.operator.controller import Controller, Settings
+from multigres_pools.operator.controller import Controller, Settings, split_concurrency
 from multigres_pools.operator.outcome import Result
 from multigres_pools.operator.runner import PlaybookRunner
 
@@ -21,27 +23,31 @@ def cr(name: str, generation: int = 1) -> dict:
             "spec": {"clusterName": name}}
 
 
-def test_scheduling_by_outcome(tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_scheduling_by_outcome(tmp_path: Path, batch_size: int) -> None:
+    batches: list[list[str]] = []
     reported: list[tuple[str, str, str]] = []
     runs: list[tuple[str, Result]] = []
 
     async def scenario() -> Controller:
         ctl = Controller(PlaybookRunner(root=tmp_path, playbook=PLAYBOOK),
-                         Settings(concurrency=4, coalesce=0.01, resync_period=3600),
+                         Settings(concurrency=4, coalesce=0.01, resync_period=3600, batch_size=batch_size),
                          backoff=Backoff(base=60, rand=lambda: 0.0),
                          report_invalid=lambda ns, name, msg: reported.append((ns, name, msg)))
-        original = ctl.reconcile
+        original = ctl.reconcile_batch
 
-        async def recording(key):  # type: ignore[no-untyped-def]
-            outcome = await original(key)
-            runs.append((key[1], outcome.result))
-            return outcome
+        async def recording(keys, forks=None):  # type: ignore[no-untyped-def]
+            batches.append([k[1] for k in keys])
+            outcomes = await original(keys, forks)
+            runs.extend((key[1], outcome.result) for key, outcome in outcomes.items())
+            return outcomes
 
-        ctl.reconcile = recording  # type: ignore[method-assign]
-        stop = asyncio.Event()
-        loop = asyncio.create_task(ctl.run(stop))
+        ctl.reconcile_batch = recording  # type: ignore[method-assign]
         for name in ("waiting", "boom", "unparsable"):
             ctl.shard_event(None, cr(name))
+        await asyncio.sleep(0.05)  # all three are due before the workers start
+        stop = asyncio.Event()
+        loop = asyncio.create_task(ctl.run(stop))
 
         async def until(check) -> None:  # type: ignore[no-untyped-def]
             for _ in range(600):
@@ -84,3 +90,18 @@ def test_scheduling_by_outcome(tmp_path: Path) -> None:
               if s.name == "multigres_pools_operator_reconciles_total"}
     assert counts["error"] == 1 and counts["invalid"] == 2 and counts["progressing"] >= 2
     assert samples["multigres_pools_operator_runner_start_overhead_seconds_count"] == len(runs)
+    assert max(len(b) for b in batches) <= batch_size
+    if batch_size > 1:  # the three shards were due together: the first run took them all
+        assert sorted(batches[0]) == ["boom", "unparsable", "waiting"], batches
+
+
+@pytest.mark.parametrize("concurrency", [1, 2, 3, 4, 7, 16])
+@pytest.mark.parametrize("batch_size", [1, 2, 10, 50])
+def test_batches_never_run_more_passes_at_once_than_the_concurrency(concurrency: int, batch_size: int) -> None:
+    workers, forks = split_concurrency(concurrency, batch_size)
+    assert 1 <= workers * forks <= concurrency
+    assert forks <= batch_size
+    if batch_size == 1:
+        assert (workers, forks) == (concurrency, 1)  # as before batching
+    if concurrency >= 2:
+        assert workers >= 2  # one slow batch never holds up every other shard

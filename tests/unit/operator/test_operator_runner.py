@@ -47,3 +47,48 @@ def test_artifacts_stay_bounded_and_only_interesting_events_hit_disk(runner: Pla
 def test_cancel_callback_stops_the_run(runner: PlaybookRunner) -> None:
     report = runner.run("ns1", "steady", cancel=lambda: True)
     assert classify(report.status, report.module_result, report.failures).result is Result.CANCELED
+
+
+def test_batch_reports_each_shard_on_its_own(runner: PlaybookRunner) -> None:
+    keys = [("ns1", "steady"), ("ns2", "steady"), ("ns1", "boom"), ("ns1", "waiting"), ("ns1", "invalid")]
+    reports = runner.run_batch(keys, forks=2)
+    assert set(reports) == set(keys)
+    results = {k: classify(r.status, r.module_result, r.failures) for k, r in reports.items()}
+    # One shard failing fails the playbook, not the other shards' passes.
+    assert results[("ns1", "boom")].result is Result.ERROR and "500" in results[("ns1", "boom")].message
+    assert reports[("ns1", "boom")].rc not in (0, None)
+    assert results[("ns1", "steady")].result is Result.CONVERGED and reports[("ns1", "steady")].rc == 0
+    assert results[("ns2", "steady")].result is Result.CONVERGED
+    assert results[("ns1", "waiting")].result is Result.PROGRESSING
+    assert results[("ns1", "waiting")].requeue_after == 1.0
+    assert results[("ns1", "invalid")].result is Result.INVALID
+    assert "replicasPerCell" in results[("ns1", "invalid")].message
+    # Each host's events are its own: the module saw that shard's name and namespace, and only
+    # the failing shard carries the failure.
+    assert reports[("ns1", "boom")].module_result["msg"] == "apiserver said 500"  # type: ignore[index]
+    assert reports[("ns1", "waiting")].module_result["changed"] is True  # type: ignore[index]
+    assert reports[("ns1", "steady")].module_result["changed"] is False  # type: ignore[index]
+    assert all(not r.failures for r in reports.values())
+    assert len({r.ident for r in reports.values()}) == 1  # one ansible-runner call
+    # Kept events land in each shard's own run directory; the batch's scratch dir is gone.
+    for ns, name in keys:
+        run_dir = runner.root / ns / name / "artifacts" / reports[(ns, name)].ident / "job_events"
+        assert len(list(run_dir.iterdir())) == 1, (ns, name)
+    assert not any((runner.root / ".batches").iterdir())
+
+
+def test_a_task_failing_on_one_host_is_reported_for_that_host_only(tmp_path: Path) -> None:
+    # A playbook whose first task fails for one shard: that shard never reaches the reconcile task.
+    playbook = tmp_path / "reconcile.yml"
+    playbook.write_text(PLAYBOOK.read_text().replace(
+        "ansible.builtin.debug:", "ansible.builtin.fail:\n      when: shard_name == 'early'\n      args:"))
+    (tmp_path / "library").symlink_to(PLAYBOOK.parent / "library")
+    runner = PlaybookRunner(root=tmp_path / "runs", playbook=playbook)
+    reports = runner.run_batch([("ns1", "early"), ("ns1", "steady")])
+    early = classify(reports[("ns1", "early")].status, reports[("ns1", "early")].module_result,
+                     reports[("ns1", "early")].failures)
+    assert early.result is Result.ERROR and reports[("ns1", "early")].module_result is None
+    assert reports[("ns1", "early")].failures and "reconciling ns1/early" in early.message
+    steady = reports[("ns1", "steady")]
+    assert not steady.failures
+    assert classify(steady.status, steady.module_result, steady.failures).result is Result.CONVERGED

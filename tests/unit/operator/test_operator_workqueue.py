@@ -111,3 +111,46 @@ def test_async_queue_coalesces_and_wakes_workers() -> None:
         return got
 
     assert asyncio.run(scenario()) == [A, B]
+
+
+C, D = ("ns", "c"), ("ns", "d")
+
+
+def test_pop_batch_takes_only_due_keys_earliest_first() -> None:
+    q = WorkQueue()
+    q.add(C, at=3.0)
+    q.add(A, at=1.0)
+    q.add(D, at=9.0)  # not due at 5
+    q.add(B, at=2.0)
+    q.gate(B, until=6.0)  # held back by a backoff
+    assert q.pop_batch(now=5.0, limit=10) == [A, C]
+    assert q.processing() == {A, C}
+    assert q.pop_batch(now=5.0, limit=10) == []  # never a key that is not due, nor one running
+    assert q.pop_batch(now=9.0, limit=1) == [B]  # the limit holds; the earliest deadline goes first
+    assert q.pop_batch(now=9.0, limit=1) == [D]
+
+
+def test_pop_batch_never_takes_a_running_key_twice() -> None:
+    q = WorkQueue()
+    q.add(A, at=0)
+    assert q.pop_batch(now=0, limit=5) == [A]
+    q.add(A, at=0)  # an event during the run: dirty, not due
+    q.add(B, at=0)
+    assert q.pop_batch(now=1, limit=5) == [B]
+    q.done(A)
+    assert q.pop_batch(now=1, limit=5) == [A]
+
+
+def test_get_batch_does_not_wait_for_keys_that_are_not_due() -> None:
+    async def scenario() -> list[list[object]]:
+        q = AsyncWorkQueue(coalesce=0.0)
+        q.add(A)
+        q.add(B)
+        q.add(C, delay=0.3)
+        first = await q.get_batch(10)
+        # C became due later; it comes in a batch of its own instead of holding up A and B.
+        second = await q.get_batch(10)
+        q.close()
+        return [first, second, await q.get_batch(10)]
+
+    assert asyncio.run(scenario()) == [[A, B], [C], []]
