@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -263,10 +264,12 @@ def _cli(argv: list[str] | None = None) -> int:
         procs = [cluster._controller_manager, cluster._apiserver, cluster.topo_etcd.process,
                  cluster.api_etcd.process]
         env = cluster.env() | {"HARNESS_PIDS": " ".join(str(p.pid) for p in procs if p)}
-        args.env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+        # Shell syntax, so `source` works (HARNESS_PIDS holds spaces).
+        args.env_file.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()))
         print(args.env_file.read_text(), end="")
         return 0
-    env = dict(line.split("=", 1) for line in args.env_file.read_text().splitlines() if "=" in line)
+    env = {k: shlex.split(v)[0] if v else "" for k, v in
+           (line.split("=", 1) for line in args.env_file.read_text().splitlines() if "=" in line)}
     pids = [int(pid) for pid in env.get("HARNESS_PIDS", "").split()]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:

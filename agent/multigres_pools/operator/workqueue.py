@@ -7,7 +7,9 @@ Semantics (the same as controller-runtime's workqueue, plus deadlines and gates)
 - a shard is never processed by two workers at once; events that arrive while it runs mark it
   dirty and it runs once more after the current run;
 - a gate ("not before") holds a shard back after a failure (backoff) or an invalid spec; events
-  caused by the run itself respect the gate, and only a forced add (the spec changed) lifts it.
+  caused by the run itself respect the gate, and only a forced add (the spec changed) lifts it;
+- a forced add is also urgent: among due shards it goes first, so what a user just changed is not
+  stuck behind a backlog of requeues and resyncs (spec change to first write stays short).
 
 `WorkQueue` is pure: every method takes `now`. `AsyncWorkQueue` drives it on an asyncio loop.
 """
@@ -29,11 +31,13 @@ class WorkQueue:
     _dirty: dict[Key, float] = field(default_factory=dict)
     _processing: set[Key] = field(default_factory=set)
     _gate: dict[Key, float] = field(default_factory=dict)
+    _urgent: set[Key] = field(default_factory=set)
 
     def add(self, key: Key, at: float, *, force: bool = False) -> None:
         """Ask for `key` to run at `at` or earlier; `force` lifts a gate (the spec changed)."""
         if force:
             self._gate.pop(key, None)
+            self._urgent.add(key)
         at = max(at, self._gate.get(key, -math.inf))
         pending = self._dirty if key in self._processing else self._due
         if at < pending.get(key, math.inf):
@@ -55,12 +59,14 @@ class WorkQueue:
         return batch[0] if batch else None
 
     def pop_batch(self, now: float, limit: int) -> list[Key]:
-        """Up to `limit` ready keys, earliest deadline first (now marked as processing); never one not due."""
-        ready = sorted((at, i) for i, at in enumerate(self._due.values()) if at <= now)
+        """Up to `limit` ready keys, urgent ones first, then earliest deadline (now marked as processing);
+        never one not due."""
         keys = list(self._due)
-        batch = [keys[i] for _at, i in ready[: max(0, limit)]]
+        ready = sorted((keys[i] not in self._urgent, at, i) for i, at in enumerate(self._due.values()) if at <= now)
+        batch = [keys[i] for _normal, _at, i in ready[: max(0, limit)]]
         for key in batch:
             del self._due[key]
+            self._urgent.discard(key)
             self._processing.add(key)
         return batch
 
@@ -75,6 +81,7 @@ class WorkQueue:
         self._due.pop(key, None)
         self._dirty.pop(key, None)
         self._gate.pop(key, None)
+        self._urgent.discard(key)
 
     def next_deadline(self) -> float | None:
         finite = [at for at in self._due.values() if at != math.inf]

@@ -154,3 +154,25 @@ def test_get_batch_does_not_wait_for_keys_that_are_not_due() -> None:
         return [first, second, await q.get_batch(10)]
 
     assert asyncio.run(scenario()) == [[A, B], [C], []]
+
+
+def test_spec_change_goes_ahead_of_a_backlog_of_due_requeues() -> None:
+    q = WorkQueue()
+    for i, key in enumerate(("requeue-a", "requeue-b", "resync-c")):
+        q.add(key, at=float(i))
+    q.add("changed", at=5.0, force=True)
+    assert q.pop_batch(now=10.0, limit=2) == ["changed", "requeue-a"]
+    # Urgency is spent by the run it asked for; the next add is ordinary again.
+    q.done("changed")
+    q.add("changed", at=0.5)
+    assert q.pop_batch(now=10.0, limit=3) == ["changed", "requeue-b", "resync-c"]
+
+
+def test_spec_change_during_a_run_stays_urgent_for_the_next_run() -> None:
+    q = WorkQueue()
+    q.add("changed", at=0.0)
+    assert q.pop(now=0.0) == "changed"
+    q.add("other", at=1.0)
+    q.add("changed", at=2.0, force=True)  # arrives while it runs: marked dirty, and urgent
+    q.done("changed")
+    assert q.pop(now=3.0) == "changed"
