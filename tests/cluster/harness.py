@@ -245,6 +245,16 @@ class Cluster:
         _wait(has_default_sa, 120, "kube-controller-manager", self.workdir / "kube-controller-manager.log")
 
 
+def write_env_file(path: Path, env: dict[str, str]) -> None:
+    """Shell syntax, so `source` works (HARNESS_PIDS holds spaces)."""
+    path.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()))
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+    return {k: (shlex.split(v) or [""])[0] for k, v in pairs}
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -264,12 +274,10 @@ def _cli(argv: list[str] | None = None) -> int:
         procs = [cluster._controller_manager, cluster._apiserver, cluster.topo_etcd.process,
                  cluster.api_etcd.process]
         env = cluster.env() | {"HARNESS_PIDS": " ".join(str(p.pid) for p in procs if p)}
-        # Shell syntax, so `source` works (HARNESS_PIDS holds spaces).
-        args.env_file.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()))
+        write_env_file(args.env_file, env)
         print(args.env_file.read_text(), end="")
         return 0
-    env = {k: shlex.split(v)[0] if v else "" for k, v in
-           (line.split("=", 1) for line in args.env_file.read_text().splitlines() if "=" in line)}
+    env = read_env_file(args.env_file)
     pids = [int(pid) for pid in env.get("HARNESS_PIDS", "").split()]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
