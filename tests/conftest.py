@@ -19,11 +19,9 @@ class Kube:
     version: str
 
     def api_client(self):  # type: ignore[no-untyped-def]
-        from kubernetes import client, config
+        from multigres_pools.kubeclient import api_client
 
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
-        return client.ApiClient(configuration)
+        return api_client(self.kubeconfig)
 
 
 @dataclass

@@ -33,6 +33,8 @@ from typing import Any
 from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 
+from .kubeclient import api_client
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))  # the harness and the test peers live in the checkout's tests/
@@ -213,13 +215,9 @@ class SimulatedNodes(threading.Thread):
 
     # --- the loop -----------------------------------------------------------------------------------
     def run(self) -> None:
-        from kubernetes import client, config
-
         from tests.cluster.kubelet import FakeKubelet
 
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
-        kubelet = FakeKubelet(client.ApiClient(configuration))
+        kubelet = FakeKubelet(api_client(self.kubeconfig))
         kube = connect(str(self.kubeconfig))
         while not self._halt.is_set():
             try:
@@ -347,11 +345,9 @@ class PodTimeline(threading.Thread):
         self._halt = threading.Event()
 
     def run(self) -> None:
-        from kubernetes import client, config, watch
+        from kubernetes import client, watch
 
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
-        core = client.CoreV1Api(client.ApiClient(configuration))
+        core = client.CoreV1Api(api_client(self.kubeconfig))
         version = ""
         while not self._halt.is_set():
             stream = watch.Watch()
@@ -474,9 +470,8 @@ class LocalStack:
 
 
 def _agent_main(argv: list[str]) -> int:
-    from multigres_pools import dataplane
+    from multigres_pools import dataplane, logs
     from multigres_pools.agent import __main__ as agent_main
-    from multigres_pools.agent import logs
 
     args = agent_main.parser().parse_args(argv)
     logs.setup(args.log_level)

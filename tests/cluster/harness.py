@@ -29,6 +29,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from multigres_pools import kubeclient
+
 from . import binaries, pki
 
 # No scheduler, no kubelet, no volume binder: those are played by tests/cluster/kubelet.py.
@@ -172,11 +174,7 @@ class Cluster:
 
     # -- clients -----------------------------------------------------------------------------------
     def api_client(self):  # type: ignore[no-untyped-def]
-        from kubernetes import client, config
-
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=configuration)
-        return client.ApiClient(configuration)
+        return kubeclient.api_client(self.kubeconfig)
 
     def ssl_context(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))

@@ -16,9 +16,9 @@ import socket
 import threading
 from dataclasses import dataclass, field
 
-from .. import dataplane
+from .. import dataplane, logs
 from ..dataplane.etcd import EtcdTLS
-from . import logs
+from ..kubeclient import api_client
 from .context import AgentConfig, Context
 from .core import Agent
 from .kube import Kube
@@ -51,20 +51,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--standalone", action="store_true", help="no Lease: act at once (one replica only!)")
     p.add_argument("--log-level", default="INFO")
     return p
-
-
-def api_client(kubeconfig: str | None):  # type: ignore[no-untyped-def]
-    from kubernetes import client, config
-
-    cfg = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    else:
-        try:
-            config.load_incluster_config(client_configuration=cfg)
-        except config.ConfigException:
-            config.load_kube_config(client_configuration=cfg)
-    return client.ApiClient(cfg)
 
 
 @dataclass

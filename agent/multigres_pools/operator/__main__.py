@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -13,6 +12,8 @@ import socket
 import sys
 from pathlib import Path
 
+from .. import logs
+from ..kubeclient import api_client
 from . import cpu
 from .metrics import Metrics
 
@@ -57,20 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        entry = {"ts": self.formatTime(record), "level": record.levelname, "logger": record.name,
-                 "msg": record.getMessage()}
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry)
-
-
 def _setup_logging(level: str, fmt: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonFormatter() if fmt == "json" else logging.Formatter(
-        "%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    logs.setup(level, fmt)
     logging.getLogger("kopf").setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
 
 
@@ -78,17 +67,6 @@ def _namespaces(args: argparse.Namespace) -> list[str]:
     if args.namespace:
         return args.namespace
     return [n for n in os.environ.get("WATCH_NAMESPACE", "").split(",") if n]
-
-
-def _api_client(kubeconfig: str | None):  # type: ignore[no-untyped-def]
-    from kubernetes import client, config
-
-    configuration = client.Configuration()
-    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config.load_incluster_config(client_configuration=configuration)
-    else:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    return client.ApiClient(configuration)
 
 
 async def _first(*aws: asyncio.Future | asyncio.Task) -> None:  # type: ignore[type-arg]
@@ -111,7 +89,7 @@ async def serve(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         log.error("--batch-size must be at least 1, got %d", args.batch_size)
         return 2
-    api = _api_client(args.kubeconfig)
+    api = api_client(args.kubeconfig)
     metrics = Metrics()
     concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
     runner = PlaybookRunner(root=args.artifacts_dir, playbook=args.playbook or DEFAULT_PLAYBOOK,

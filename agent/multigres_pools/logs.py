@@ -1,4 +1,5 @@
-"""Structured JSON logs: one object per line, with any `extra={...}` fields merged in."""
+"""Logs of the agent and the operator: JSON, one object per line with any `extra={...}` fields merged
+in, or plain text for terminals and tests."""
 
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
-def setup(level: str = "INFO") -> None:
+def setup(level: str = "INFO", fmt: str = "json") -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter() if fmt == "json"
+                         else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
