@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 
 from .kubeclient import api_client
@@ -144,8 +144,7 @@ def install_crd(kube: KubeClient) -> None:
 
     def established() -> bool:
         live = kube.get(doc["apiVersion"], doc["kind"], None, doc["metadata"]["name"]) or {}
-        conds = (live.get("status") or {}).get("conditions") or []
-        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conds)
+        return facts.condition_true(live, "Established")
 
     wait_for(established, 60, "the MultigresShard CRD to be established")
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import kube
+from multigres_pools.localstack import install_crd
 
 from tests.helpers.fake_agent import FakeAgent
-from tests.integration.reconcile.rig import Rig, install_crd
+from tests.integration.reconcile.rig import Rig
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import crd, facts, keys, kube
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, kube
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, Result, run_pass
 
 from tests.helpers.fake_agent import FakeAgent
@@ -25,17 +24,6 @@ def spec(replicas: int = 3, **pool: Any) -> Manifest:
         "pools": {POOL: {"cells": [CELL], "replicasPerCell": replicas, **pool}},
     }
     return body
-
-
-def install_crd(client: kube.KubeClient) -> None:
-    client.apply(crd.shard_crd(), keys.FIELD_MANAGER)
-    name = crd.shard_crd()["metadata"]["name"]
-    for _ in range(100):
-        live = client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, name) or {}
-        if facts.condition_true(live, "Established"):
-            return
-        time.sleep(0.1)
-    raise AssertionError("CRD not established")
 
 
 @dataclass
