@@ -228,7 +228,8 @@ class SimulatedNodes(threading.Thread):
 
     def step(self, kube: KubeClient, kubelet: Any) -> None:
         kubelet.bind_all_pvcs(self.namespace)
-        self._run_deployments(kube)
+        # MultiOrch: its replication role is played by _elect_and_join.
+        kubelet.mark_deployments_available(self.namespace, f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_MULTIORCH}")
         pods = kube.list("v1", "Pod", self.namespace, keys.LABEL_SHARD)
         live = {p["metadata"]["name"]: p for p in pods}
         with self._lock:
@@ -243,21 +244,6 @@ class SimulatedNodes(threading.Thread):
         for name, pod in live.items():
             if name in self.peers and not pod["metadata"].get("deletionTimestamp") and not is_ready(pod):
                 kubelet.mark_ready(self.namespace, name)
-
-    def _run_deployments(self, kube: KubeClient) -> None:
-        """MultiOrch Deployments: what the deployment controller and kubelet would report once its
-        pods run (neither runs here). Its replication role is played by _elect_and_join."""
-        selector = f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_MULTIORCH}"
-        for dep in kube.list("apps/v1", "Deployment", self.namespace, selector):
-            want = (dep.get("spec") or {}).get("replicas", 1)
-            status = dep.get("status") or {}
-            generation = dep["metadata"].get("generation")
-            if status.get("readyReplicas") == want and status.get("observedGeneration") == generation:
-                continue
-            kube.merge_patch("apps/v1", "Deployment", self.namespace, dep["metadata"]["name"], {"status": {
-                "observedGeneration": generation, "replicas": want, "readyReplicas": want,
-                "availableReplicas": want, "updatedReplicas": want}}, field_manager=FIELD_MANAGER,
-                subresource="status")
 
     def _start_peer(self, pod: Manifest) -> None:
         from tests.peers.multipooler_peer import MultipoolerPeer

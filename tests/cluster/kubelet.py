@@ -1,8 +1,10 @@
-"""TEST HELPER — plays the kubelet and the volume binder, which do not run in the harness.
+"""TEST HELPER — plays the kubelet, the volume binder and the deployment controller, which do not run
+in the harness.
 
 It only writes what those components write, through the same status subresources: pod phase and
 the PodScheduled/Initialized/ContainersReady/Ready conditions plus container statuses, PVC phase and
-capacity, and the FileSystemResizePending condition a CSI resizer leaves behind.
+capacity, the FileSystemResizePending condition a CSI resizer leaves behind, and Deployment replica
+counts.
 """
 
 from __future__ import annotations
@@ -70,6 +72,22 @@ class FakeKubelet:
             if pod.metadata.deletion_timestamp is None and not _is_ready(pod):
                 self.mark_ready(namespace, pod.metadata.name)
                 touched.append(pod.metadata.name)
+        return touched
+
+    def mark_deployments_available(self, namespace: str, label_selector: str = "") -> list[str]:
+        """What the deployment controller and the kubelet report once a Deployment's pods run (neither
+        runs here): every replica ready, at the current generation. Returns the names it touched."""
+        apps = client.AppsV1Api(self.core.api_client)
+        touched = []
+        for dep in apps.list_namespaced_deployment(namespace, label_selector=label_selector).items:
+            want = dep.spec.replicas if dep.spec.replicas is not None else 1
+            status, generation = dep.status, dep.metadata.generation
+            if status.ready_replicas == want and status.observed_generation == generation:
+                continue
+            apps.patch_namespaced_deployment_status(dep.metadata.name, namespace, {"status": {
+                "observedGeneration": generation, "replicas": want, "readyReplicas": want,
+                "availableReplicas": want, "updatedReplicas": want}})
+            touched.append(dep.metadata.name)
         return touched
 
     def bind_pvc(self, namespace: str, name: str) -> None:

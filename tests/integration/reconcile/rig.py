@@ -56,18 +56,7 @@ class Rig:
         self.kubelet.mark_all_ready(self.namespace, f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
         self.kubelet.bind_all_pvcs(self.namespace)
         self.agent.publish_roles()
-        self.deployments_available()
-
-    def deployments_available(self) -> None:
-        """Plays the deployment controller + kubelet (neither runs in the harness): MultiOrch
-        Deployments report all their replicas ready, through the status subresource."""
-        for dep in self.client.list("apps/v1", "Deployment", self.namespace):
-            want = (dep.get("spec") or {}).get("replicas", 1)
-            if (dep.get("status") or {}).get("readyReplicas") != want:
-                status = {"replicas": want, "readyReplicas": want, "availableReplicas": want,
-                          "updatedReplicas": want, "observedGeneration": facts.meta(dep).get("generation")}
-                self.client.merge_patch("apps/v1", "Deployment", self.namespace, facts.name(dep),
-                                        {"status": status}, field_manager="test", subresource="status")
+        self.kubelet.mark_deployments_available(self.namespace)
 
     def settle(self, body: Manifest | None = None, *, name: str | None = None, rounds: int = 40) -> Result:
         """Alternate passes and world turns until a pass has nothing to do and nothing to wait for."""
