@@ -19,7 +19,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from . import facts, keys
+from . import events, facts, keys
 from .actions import Action, Verb
 from .desired import GeneratedTLS
 from .kube import KubeClient, KubeError
@@ -44,22 +44,11 @@ class Outcome:
 
 
 def event_manifest(action: Action, namespace: str, stamp: str) -> Manifest:
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{action.name}.", "namespace": namespace},
-        "involvedObject": {"apiVersion": action.api_version, "kind": action.kind, "name": action.name,
-                           "namespace": namespace, **({"uid": action.uid} if action.uid else {})},
-        "type": action.event_type,
-        "reason": action.event_reason,
-        "message": action.reason[:1024],
-        "count": 1,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "source": {"component": REPORTER},
-        "reportingComponent": REPORTER,
-        "reportingInstance": os.environ.get("HOSTNAME") or socket.gethostname(),
-    }
+    involved = {"apiVersion": action.api_version, "kind": action.kind, "name": action.name,
+                "namespace": namespace, "uid": action.uid}
+    return events.event_manifest(involved, action.event_type or "Normal", action.event_reason or "", action.reason,
+                                 component=REPORTER, instance=os.environ.get("HOSTNAME") or socket.gethostname(),
+                                 stamp=stamp)
 
 
 class Applier:

@@ -10,7 +10,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils import events, keys, labels
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -132,19 +132,11 @@ class Kube:
     def event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
         """Best effort: an event that cannot be written must never stop a drain step."""
         meta = podinfo.meta(obj)
-        ts = datetime.now(UTC)
-        body = {
-            "metadata": {"generateName": f"{meta.get('name', 'obj')[:200]}.", "namespace": meta.get("namespace")},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"),
-                "name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
-            "source": {"component": self.component, "host": self.host},
-            "firstTimestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"), "lastTimestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "count": 1, "reportingComponent": self.component,
-            "reportingInstance": f"{self.host}-{uuid.uuid4().hex[:6]}",
-        }
+        involved = {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"),
+                    "name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid"),
+                    "resourceVersion": meta.get("resourceVersion")}
+        body = events.event_manifest(involved, "Warning" if warning else "Normal", reason, message,
+                                     component=self.component, instance=f"{self.host}-{uuid.uuid4().hex[:6]}",
+                                     stamp=now_rfc3339(), host=self.host)
         with contextlib.suppress(ApiException):
             self.core.create_namespaced_event(meta.get("namespace"), body)
