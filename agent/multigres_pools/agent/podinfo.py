@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
 
 from ..dataplane.base import BackupLocationKind, DatabaseRegistration, PoolerId, ShardTopology
 
@@ -19,32 +19,17 @@ MULTIPOOLER_CONTAINER = "multipooler"
 Obj = Mapping[str, Any]
 
 
-def meta(obj: Obj) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def name(obj: Obj) -> str:
-    return meta(obj).get("name", "")
+# The generic accessors are the engine's (module_utils/facts.py); re-exported under the agent's names.
+meta, name, labels, annotations = facts.meta, facts.name, facts.labels, facts.annotations
+deleting = facts.is_terminating
 
 
 def namespace(obj: Obj) -> str:
     return meta(obj).get("namespace", "")
 
 
-def labels(obj: Obj) -> Mapping[str, str]:
-    return meta(obj).get("labels") or {}
-
-
-def annotations(obj: Obj) -> Mapping[str, str]:
-    return meta(obj).get("annotations") or {}
-
-
-def deleting(obj: Obj) -> bool:
-    return bool(meta(obj).get("deletionTimestamp"))
-
-
 def has_finalizer(obj: Obj, finalizer: str) -> bool:
-    return finalizer in (meta(obj).get("finalizers") or [])
+    return finalizer in facts.finalizers(obj)  # type: ignore[arg-type]
 
 
 def drain_state(pod: Obj) -> keys.DrainState | None:
@@ -57,10 +42,8 @@ def drain_state(pod: Obj) -> keys.DrainState | None:
 
 def containers_ready(pod: Obj) -> bool:
     """ContainersReady (absent counts as ready, as the Go operator reads it; contract §3.4)."""
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "ContainersReady":
-            return cond.get("status") == "True"
-    return True
+    cond = facts.condition(pod, "ContainersReady")  # type: ignore[arg-type]
+    return cond is None or cond.get("status") == "True"
 
 
 def multipooler_flags(pod: Obj) -> dict[str, str]:
