@@ -11,7 +11,7 @@ setup:
 	@tools/setup.sh
 
 demo: setup
-	$(PY) -m multigres_pools.demo
+	$(PY) -m multigres_pools.playground.demo
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -22,7 +22,7 @@ test: setup lint
 unit: setup
 	$(PY) -m pytest -p no:cacheprovider -m "not cluster" $(PYTEST_ARGS)
 
-# Run from the repository root as modules, so `tests.cluster` (the harness) is importable.
+# Run from the repository root as modules, so `bench` and `tests` are importable.
 bench: setup
 	$(PY) -m bench.render
 	$(PY) -m bench.drain

@@ -33,13 +33,13 @@ def _median(fn: Callable[[], None], runs: int) -> float:
 def bench(api, etcd_endpoint: str, runs: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
     import grpc
     from kubernetes import client
+
     from multigres_pools.dataplane.etcd import Etcd
+    from multigres_pools.playground.era_a_double import MultipoolerPeer
+    from multigres_pools.playground.kubelet import FakeKubelet
     from multigres_pools.proto.gen import multipoolermanagerdata_pb2 as mpd
     from multigres_pools.proto.gen import multipoolermanagerservice_pb2_grpc as mps
-
-    from tests.cluster.kubelet import FakeKubelet
     from tests.integration.agent.rig import ShardRig
-    from tests.peers.multipooler_peer import MultipoolerPeer
 
     core = client.CoreV1Api(api)
     ns = f"bench-{uuid.uuid4().hex[:6]}"
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
         result = bench(api_client(os.environ.get("KUBECONFIG")), os.environ["TOPO_ETCD"], args.runs)
     else:
-        from tests.cluster.harness import Cluster
+        from multigres_pools.playground.cluster import Cluster
 
         with Cluster() as cluster:
             result = bench(cluster.api_client(), cluster.topo_etcd.endpoint, args.runs)

@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
-from multigres_pools.localstack import (
+
+from multigres_pools.playground.localstack import (
     Process,
     child_env,
     ensure_namespace,
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _measure(shards: int, workdir: Path, batch_size: int | None) -> int:
-    from tests.cluster.harness import Cluster
+    from multigres_pools.playground.cluster import Cluster
 
     t_anchor = anchor(workdir)
     print(f"anchor: bare ansible-runner run, one task: {t_anchor:.2f}s (best of 3)")

@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("USE_EXISTING_CLUSTER", "").lower() in {"1", "true", "yes"}:
         r = bench(os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config")))
     else:
-        from tests.cluster.harness import Cluster
+        from multigres_pools.playground.cluster import Cluster
 
         with Cluster() as cluster:
             r = bench(str(cluster.kubeconfig))

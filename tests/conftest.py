@@ -43,7 +43,7 @@ def _cluster() -> Iterator[object | None]:
     if _use_existing():
         yield None
         return
-    from tests.cluster.harness import Cluster
+    from multigres_pools.playground.cluster import Cluster
 
     cluster = Cluster().start()
     try:
@@ -98,7 +98,7 @@ def _delete_namespace(core, name: str) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def kubelet(kube: Kube):  # type: ignore[no-untyped-def]
-    from tests.cluster.kubelet import FakeKubelet
+    from multigres_pools.playground.kubelet import FakeKubelet
 
     return FakeKubelet(kube.api_client())
 
@@ -112,7 +112,7 @@ def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def
 
 
 def pytest_report_header(config) -> list[str]:  # type: ignore[no-untyped-def]
-    from tests.cluster import binaries
+    from multigres_pools.playground import binaries
 
     mode = "existing cluster (USE_EXISTING_CLUSTER)" if _use_existing() else "local harness"
     return [f"kubernetes: {binaries.KUBE_VERSION}, etcd {binaries.ETCD_VERSION}, {mode}"]

@@ -50,5 +50,5 @@ echo "$repo/.venv/collections" > "$site/multigres_pools_collections.pth"
 
 # Real etcd, kube-apiserver and kube-controller-manager, built once per machine.
 if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
-  .venv/bin/python -m tests.cluster.binaries --ensure
+  .venv/bin/python -m multigres_pools.playground.binaries --ensure
 fi

@@ -12,7 +12,8 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
-from multigres_pools.localstack import Process, free_port, http_get, install_crd, reconcile_count, wait_for
+
+from multigres_pools.playground.localstack import Process, free_port, http_get, install_crd, reconcile_count, wait_for
 
 PLAYBOOK = Path(__file__).parents[1] / "unit" / "operator" / "playbook" / "reconcile.yml"
 SPEC = {"clusterName": "op", "globalTopoServer": {"address": "127.0.0.1:2379"}, "pools": {"main": {"cells": ["z1"]}}}

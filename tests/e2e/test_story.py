@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys
-from multigres_pools import demo
-from multigres_pools.localstack import LocalStack, PodEvent, PodTimeline, wait_for
+
 from multigres_pools.operator.runner import PlaybookRunner
+from multigres_pools.playground import demo
+from multigres_pools.playground.localstack import LocalStack, PodEvent, PodTimeline, wait_for
 
 DRAIN_WALK = [s.value for s in keys.DRAIN_ORDER]
 

@@ -1,6 +1,6 @@
 """TEST DOUBLE — plays the multigres.pools agent's part for the reconcile engine's integration tests.
 
-The real agent (agent/multigres_pools) talks to etcd and the multipoolers; here there are none, so
+The real agent (src/multigres_pools) talks to etcd and the multipoolers; here there are none, so
 this helper performs only the agent's *Kubernetes-visible* behaviour as docs/agent.md documents it:
 
 - publishes roles as the pod label `multigres.com/role` (PRIMARY / REPLICA / DRAINED);

@@ -11,13 +11,13 @@ from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
 from kubernetes import client
+
 from multigres_pools.agent.context import AgentConfig, Context
 from multigres_pools.agent.core import Agent
 from multigres_pools.agent.kube import Kube, now_rfc3339
 from multigres_pools.dataplane.era_a import EraA
 from multigres_pools.dataplane.etcd import Etcd
-
-from tests.peers.multipooler_peer import MultipoolerPeer
+from multigres_pools.playground.era_a_double import MultipoolerPeer
 
 CELL = "zone1"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
-from multigres_pools.agent.context import AgentConfig, SimulatedCrash
 
-from tests.cluster.harness import free_port
+from multigres_pools.agent.context import AgentConfig, SimulatedCrash
+from multigres_pools.playground.cluster import free_port
 
 RFD = DrainState.READY_FOR_DELETION.value
 
@@ -176,7 +176,7 @@ def test_roles_follow_a_failover(rig_factory) -> None:
 
 
 def test_pruning_removes_records_without_pods(rig_factory) -> None:
-    from tests.peers.multipooler_peer import MultipoolerPeer
+    from multigres_pools.playground.era_a_double import MultipoolerPeer
 
     rig = rig_factory()
     ghost = MultipoolerPeer(cell="zone1", service_id="p-ghost000", hostname="gone-pod.hl.x.svc")

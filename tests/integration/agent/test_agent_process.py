@@ -10,10 +10,10 @@ import time
 import urllib.request
 
 from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
+
 from multigres_pools.agent.__main__ import build
 from multigres_pools.dataplane.era_a import EraA
-
-from tests.cluster.harness import free_port
+from multigres_pools.playground.cluster import free_port
 
 
 def _wait(check, timeout: float = 60) -> bool:

@@ -11,6 +11,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import keys, namin
 from ansible_collections.multigres.pools.plugins.module_utils.crd import shard_crd
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+
 from multigres_pools.agent.context import AgentConfig
 from multigres_pools.proto.gen import clustermetadata_pb2 as cm
 

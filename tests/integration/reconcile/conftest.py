@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import kube
-from multigres_pools.localstack import install_crd
 
+from multigres_pools.playground.localstack import install_crd
 from tests.helpers.fake_agent import FakeAgent
 from tests.integration.reconcile.rig import Rig
 

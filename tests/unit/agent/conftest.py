@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.harness import Etcd, _stop
+from multigres_pools.playground.cluster import Etcd, _stop
 
 
 def _etcd_binary() -> Path:
     """The harness's etcd if it is already built (never build it from here), else the system one."""
-    from tests.cluster import binaries
+    from multigres_pools.playground import binaries
 
     built = binaries.cache_dir() / "etcd"
     return built if built.is_file() else Path(shutil.which("etcd") or "/usr/bin/etcd")

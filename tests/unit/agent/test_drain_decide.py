@@ -8,6 +8,7 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
 from hypothesis import given
 from hypothesis import strategies as st
+
 from multigres_pools.agent.drain import Blocked, Effect, Facts, Guard, Need, decide
 
 R, D, A, F = DrainState.REQUESTED, DrainState.DRAINING, DrainState.ACKNOWLEDGED, DrainState.READY_FOR_DELETION

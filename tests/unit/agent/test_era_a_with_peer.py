@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+
 from multigres_pools.dataplane.base import (
     BackupLocationKind,
     DatabaseRegistration,
@@ -17,11 +18,10 @@ from multigres_pools.dataplane.base import (
 )
 from multigres_pools.dataplane.era_a import EraA
 from multigres_pools.dataplane.etcd import Etcd
+from multigres_pools.playground.era_a_double import EMPTY_RESULT, STANDBY_MODE, MultipoolerPeer
 from multigres_pools.proto.gen import clustermetadata_pb2 as cm
 from multigres_pools.proto.gen import multipoolermanagerdata_pb2 as mpd
 from multigres_pools.proto.gen import multipoolermanagerservice_pb2_grpc as mps
-
-from tests.peers.multipooler_peer import EMPTY_RESULT, STANDBY_MODE, MultipoolerPeer
 
 
 def _topo(endpoint: str, root: str, cells=("zone1",)) -> ShardTopology:
@@ -176,7 +176,7 @@ def test_cell_record_points_at_its_own_root(private_etcd, root, peers, era_a) ->
 
 
 def test_etcd_down_is_topology_unavailable(era_a) -> None:
-    from tests.cluster.harness import free_port
+    from multigres_pools.playground.cluster import free_port
 
     with pytest.raises(TopologyUnavailable):
         era_a.list_poolers(_topo(f"http://127.0.0.1:{free_port()}", "/multigres/global"))

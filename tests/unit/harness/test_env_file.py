@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.cluster.harness import read_env_file, write_env_file
+from multigres_pools.playground.cluster import read_env_file, write_env_file
 
 ENV = {"KUBECONFIG": "/tmp/mgp cluster/kubeconfig", "HARNESS_PIDS": "101 102 103", "TOPO_ETCD": "http://127.0.0.1:2379"}
 

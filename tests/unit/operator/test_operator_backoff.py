@@ -1,4 +1,5 @@
 import pytest
+
 from multigres_pools.operator.backoff import Backoff
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys
+
 from multigres_pools.operator.backoff import Backoff
 from multigres_pools.operator.controller import Controller, Settings, split_concurrency
 from multigres_pools.operator.outcome import Result

@@ -1,4 +1,5 @@
 import pytest
+
 from multigres_pools.operator.outcome import Result, classify
 
 

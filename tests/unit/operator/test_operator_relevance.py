@@ -2,6 +2,7 @@ import copy
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
 from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
+
 from multigres_pools.operator.relevance import Router, fingerprint, shard_id_from_spec
 
 SID = ShardId("demo", "postgres", "default", "0-inf")

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+
 from multigres_pools.operator.outcome import Result, classify
 from multigres_pools.operator.runner import PlaybookRunner
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.multigres.pools.plugins.module_utils import bundle
-from multigres_pools import cli
 
+from multigres_pools import cli
 from tests import render_corpus as corpus
 
 REPO = Path(__file__).resolve().parents[3]

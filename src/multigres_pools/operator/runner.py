@@ -24,11 +24,12 @@ from typing import Any
 
 import ansible_runner
 
+from ..paths import collection_root, playbook
 from . import artifacts
 from .relevance import ShardKey
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_PLAYBOOK = REPO_ROOT / "playbooks" / "reconcile.yml"
+REPO_ROOT = collection_root()
+DEFAULT_PLAYBOOK = playbook("reconcile.yml")
 RECONCILE_ACTIONS = frozenset({"multigres.pools.shard_reconcile", "shard_reconcile"})
 _RESULT_EVENTS = {"runner_on_ok", "runner_on_failed", "runner_on_unreachable"}
 # The inventory group of a batch; playbooks/reconcile.yml targets it through this extra var.

@@ -1,7 +1,7 @@
 """A whole multigres.pools installation on this machine, for the demo, the end-to-end test and the
 operator benchmark.
 
-What runs for real: the API server, controller-manager and both etcds (tests/cluster harness), the
+What runs for real: the API server, controller-manager and both etcds (the playground cluster), the
 operator and the agent (as child processes, exactly as in their containers). What is simulated,
 because it cannot run here, is what happens on the nodes: `SimulatedNodes` plays the kubelet
 (binding PVCs, starting and readying pods), runs one multipooler test peer per pod (it registers in
@@ -10,7 +10,7 @@ primary when there is none and adds every replica that comes up to the primary's
 standby list. It never removes a standby: that is the agent's job during a drain, and the
 end-to-end test checks that it happened before each pod disappeared.
 
-This module also starts the agent for the stack (`python -m multigres_pools.localstack agent ...`):
+This module also starts the agent for the stack (`python -m multigres_pools.playground.localstack agent ...`):
 the agent's own entry point, with gRPC dialled at 127.0.0.1, which is what cluster DNS does for the
 pod hostnames the peers publish.
 """
@@ -33,11 +33,10 @@ from typing import Any
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 
-from .kubeclient import api_client
+from ..kubeclient import api_client
+from ..paths import collection_root
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))  # the harness and the test peers live in the checkout's tests/
+REPO_ROOT = collection_root()
 
 FIELD_MANAGER = "multigres-pools-localstack"
 Manifest = dict[str, Any]
@@ -168,7 +167,7 @@ class _Peer:
     pod: str
     cell: str
     index: int
-    peer: Any  # tests.peers.multipooler_peer.MultipoolerPeer
+    peer: Any  # multigres_pools.playground.era_a_double.MultipoolerPeer
 
 
 @dataclass
@@ -214,7 +213,7 @@ class SimulatedNodes(threading.Thread):
 
     # --- the loop -----------------------------------------------------------------------------------
     def run(self) -> None:
-        from tests.cluster.kubelet import FakeKubelet
+        from multigres_pools.playground.kubelet import FakeKubelet
 
         kubelet = FakeKubelet(api_client(self.kubeconfig))
         kube = connect(str(self.kubeconfig))
@@ -246,7 +245,7 @@ class SimulatedNodes(threading.Thread):
                 kubelet.mark_ready(self.namespace, name)
 
     def _start_peer(self, pod: Manifest) -> None:
-        from tests.peers.multipooler_peer import MultipoolerPeer
+        from multigres_pools.playground.era_a_double import MultipoolerPeer
 
         meta, spec = pod["metadata"], pod.get("spec") or {}
         labels = meta.get("labels") or {}
@@ -410,7 +409,8 @@ class LocalStack:
             "--artifacts-dir", str(self.workdir / "runner"), "--coalesce", "0.05", *self.operator_args,
         ], self.workdir / "operator.log").start()
         self.agent = Process("agent", [
-            sys.executable, "-m", "multigres_pools.localstack", "agent", "--kubeconfig", str(self.kubeconfig),
+            sys.executable, "-m", "multigres_pools.playground.localstack", "agent",
+            "--kubeconfig", str(self.kubeconfig),
             "--namespace", self.namespace, "--http", f"127.0.0.1:{free_port()}", "--standalone",
             "--poll-interval", "1", "--lease-namespace", self.namespace,
         ], self.workdir / "agent.log").start()
@@ -468,4 +468,4 @@ def _agent_main(argv: list[str]) -> int:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["agent"]:
         sys.exit(_agent_main(sys.argv[2:]))
-    sys.exit(f"usage: python -m {__spec__.name if __spec__ else 'multigres_pools.localstack'} agent <agent args>")
+    sys.exit("usage: python -m multigres_pools.playground.localstack agent <agent args>")

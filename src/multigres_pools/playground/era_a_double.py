@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import grpc
 from ansible_collections.multigres.pools.plugins.module_utils import naming
+
 from multigres_pools.dataplane.etcd import Etcd
 from multigres_pools.proto.gen import clustermetadata_pb2 as cm
 from multigres_pools.proto.gen import multipoolermanagerdata_pb2 as mpd

@@ -1,6 +1,6 @@
 """Locate or build the real etcd, kube-apiserver and kube-controller-manager used by the tests.
 
-Binaries are built from the pinned k8s.io/kubernetes Go module (tests/cluster/kubebin) once per
+Binaries are built from the pinned k8s.io/kubernetes Go module (playground/kubebin) once per
 machine and cached outside the checkout, keyed by version and by the build inputs. Prebuilt
 envtest binaries under KUBEBUILDER_ASSETS are preferred where present (envtest ships etcd and
 kube-apiserver but no controller-manager, which is then still built here).

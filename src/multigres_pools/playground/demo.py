@@ -1,14 +1,14 @@
 """`make demo`: the whole life of a shard on this machine, with nothing but this checkout.
 
-It starts a real control plane (tests/cluster harness), the operator and the agent as processes,
+It starts a real control plane (the playground cluster), the operator and the agent as processes,
 and simulated nodes (kubelet, one multipooler test peer per pod, multiorch's replication set-up;
 see localstack.py); applies examples/sample-shard.yaml; scales one cell 3 -> 5, rolls a new image,
 scales down 5 -> 2; deletes the shard. A live table shows pods, roles, drain states and conditions while
 it runs (redrawn in place on a terminal, one block per change otherwise). At the end it prints what
 happened and how long each phase took, and cleans everything up.
 
-    python -m multigres_pools.demo               # the full story
-    python -m multigres_pools.demo --render-only # just render the sample shard and summarise it
+    python -m multigres_pools.playground.demo               # the full story
+    python -m multigres_pools.playground.demo --render-only # just render the sample shard and summarise it
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ def missing_pieces() -> list[str]:
 
 # --- main ---------------------------------------------------------------------------------------------
 def run_demo(args: argparse.Namespace, out: TextIO) -> int:
-    from tests.cluster.harness import Cluster
+    from multigres_pools.playground.cluster import Cluster
 
     display = Display(out)
     started = time.monotonic()
@@ -361,7 +361,7 @@ def run_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m multigres_pools.demo", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m multigres_pools.playground.demo", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--render-only", action="store_true", help="render the sample shard and print a summary")
     p.add_argument("--namespace", default="demo")

@@ -6,8 +6,8 @@ kubelet) and a second etcd for the Multigres topology. Everything runs from a pr
 directory and is stopped and removed by `stop()`.
 
 Standalone use (Molecule, manual poking):
-    python -m tests.cluster.harness up --env-file /tmp/mgp.env   # prints KUBECONFIG=..., TOPO_ETCD=...
-    python -m tests.cluster.harness down --env-file /tmp/mgp.env
+    python -m multigres_pools.playground.cluster up --env-file /tmp/mgp.env   # prints KUBECONFIG=..., TOPO_ETCD=...
+    python -m multigres_pools.playground.cluster down --env-file /tmp/mgp.env
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from multigres_pools import kubeclient
 
 from . import binaries, pki
 
-# No scheduler, no kubelet, no volume binder: those are played by tests/cluster/kubelet.py.
+# No scheduler, no kubelet, no volume binder: those are played by src/multigres_pools/playground/kubelet.py.
 CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespace-controller",
                "serviceaccount-controller", "persistentvolumeclaim-protection-controller",
                "persistentvolume-protection-controller")

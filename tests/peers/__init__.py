@@ -1,1 +1,0 @@
-"""Test peers standing in for processes that cannot run here (the multipooler)."""
