@@ -59,7 +59,7 @@ def _object_files(kind: str, spec: Manifest, obj: Manifest | None, where: str) -
     if obj is None:
         if spec.get("optional"):
             return {}
-        raise VolumeError(f"{where}: {kind} {spec.get('name')!r} not found")
+        raise VolumeError(f"{where}: {kind} {spec.get('secretName') or spec.get('name')!r} not found")
     if kind == "secret":
         data = {k: v.encode() for k, v in decode_secret(obj.get("data")).items()}
     else:
@@ -73,7 +73,8 @@ def _object_files(kind: str, spec: Manifest, obj: Manifest | None, where: str) -
         if item["key"] not in data:
             if spec.get("optional"):
                 continue
-            raise VolumeError(f"{where}: key {item['key']!r} not found in {kind} {spec.get('name')!r}")
+            raise VolumeError(f"{where}: key {item['key']!r} not found in {kind} "
+                              f"{spec.get('secretName') or spec.get('name')!r}")
         files[item["path"]] = (data[item["key"]], item.get("mode"))
     return files
 
@@ -166,7 +167,9 @@ class PodVolumes:
                 files.update(_downward_files(self.pod, sub, where))
             else:
                 read = self.reader.configmap if sub_kind == "configMap" else self.reader.secret
-                files.update(_object_files(sub_kind, sub, read(self.namespace, sub.get("name", "")), where))
+                # A secret volume names its object `secretName`; projected sources (and configMaps) say `name`.
+                object_name = sub.get("secretName") or sub.get("name", "")
+                files.update(_object_files(sub_kind, sub, read(self.namespace, object_name), where))
         path = self.dir / name
         path.mkdir(parents=True, exist_ok=True)
         os.chown(path, self.uid, self.gid)
@@ -174,7 +177,9 @@ class PodVolumes:
         for rel, (content, mode) in files.items():
             if rel.startswith("/") or ".." in rel.split("/"):
                 raise VolumeError(f"{where}: item path {rel!r} must be relative and stay inside the volume")
-            _write_if_changed(path / rel, content, default if mode is None else mode, self.uid, self.gid)
+            # Owned by root with the pod's group, as the kubelet writes them under an fsGroup: tools such as
+            # pgBackRest refuse a key file that its own user owns with group bits set.
+            _write_if_changed(path / rel, content, default if mode is None else mode, 0, self.gid)
         for stale in self._written.get(name, set()) - set(files):
             (path / stale).unlink(missing_ok=True)
         self._written[name] = set(files)

@@ -265,6 +265,9 @@ class PodWorker:
                     self._kill(c, self._grace())
             return
         if not self._sync_init():
+            # A sidecar waiting for its startup probe holds the regular containers back, so probes run here too.
+            for c in self.containers:
+                self._probe(c)
             return
         regular = [c for c in self.containers if c.kind == "regular"]
         for c in regular:
