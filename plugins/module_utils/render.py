@@ -86,7 +86,7 @@ def desired_state(
                         project_ref=project_ref)
     generated_tls = infra.generated_pgbackrest_tls(ctx) if ctx.spec.backup.pgbackrest_tls.mode == "auto" else None
     return Desired(shard=ctx.sid, namespace=namespace, objects=tuple(_shard_objects(ctx)), pools=_pools(ctx),
-                   generated_tls=generated_tls)
+                   generated_tls=generated_tls, generated_password=infra.generated_password(ctx))
 
 
 def manifests(desired: Desired) -> list[Manifest]:

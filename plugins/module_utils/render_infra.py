@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from . import keys, labels, layout, naming, spechash
-from .desired import GeneratedTLS
+from .desired import GeneratedPassword, GeneratedTLS
 from .render_context import Manifest, ShardContext, postgres_config_text
 from .render_parts import pvc_spec, svc_port
 
@@ -141,6 +141,14 @@ def generated_pgbackrest_tls(ctx: ShardContext) -> GeneratedTLS:
         fingerprint=fingerprint,
         labels=tuple(sorted(labels.component_labels(ctx.sid, keys.COMPONENT_BACKUP).items())),
     )
+
+
+def generated_password(ctx: ShardContext) -> GeneratedPassword | None:
+    """No `postgresPasswordSecretRef`: the engine makes the Secret the pods already name."""
+    if ctx.spec.postgres_password_secret_ref is not None:
+        return None
+    return GeneratedPassword(secret=ctx.password.name, key=ctx.password.key,
+                             labels=tuple(sorted(labels.component_labels(ctx.sid, keys.COMPONENT_POOL).items())))
 
 
 def pgbackrest_certificate(ctx: ShardContext) -> Manifest:
