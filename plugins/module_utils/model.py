@@ -440,6 +440,16 @@ class Backup(SpecModel):
 
 
 # --- the shard -----------------------------------------------------------------------------------
+# v0.1.0 refuses a pooler whose `<cell>_<service-id>` (its PostgreSQL application name) exceeds 63
+# characters; our service ids have a fixed length, so that bounds the cell names of pools.
+V0_1_MAX_POOL_CELL = 63 - 1 - len(naming.service_id(""))
+
+
+def _pool_cells_fit(spec: MultigresShardSpec) -> bool:
+    return spec.multigres.version is not keys.MultigresVersion.V0_1_0 or all(
+        len(cell) <= V0_1_MAX_POOL_CELL for pool in spec.pools.values() for cell in pool.cells)
+
+
 def _topology_kept(old: MultigresShardSpec, new: MultigresShardSpec) -> bool:
     return all(new.cell_topology_labels.get(c) == labels for c, labels in old.cell_topology_labels.items())
 
@@ -464,6 +474,14 @@ class MultigresShardSpec(SpecModel):
             message=f"multigateway is rendered only for Multigres {keys.MultigresVersion.V0_1_0}",
             check=lambda s: not s.multigateway.enabled or s.multigres.version is keys.MultigresVersion.V0_1_0,
             field_path=".multigateway.enabled",
+        ),
+        Rule(
+            name="v0-1-cell-name-length",
+            cel=f"self.multigres.version != '{keys.MultigresVersion.V0_1_0}' || "
+                f"self.pools.all(p, self.pools[p].cells.all(c, size(c) <= {V0_1_MAX_POOL_CELL}))",
+            message=f"Multigres {keys.MultigresVersion.V0_1_0} needs pool cell names of at most "
+                    f"{V0_1_MAX_POOL_CELL} characters (a pooler's '<cell>_<service-id>' is at most 63)",
+            check=_pool_cells_fit, field_path=".pools",
         ),
     )
     __transitions__: ClassVar = (
