@@ -181,8 +181,10 @@ def test_every_v0_1_container_names_its_binary():
     assert binaries == {
         "postgres": "/usr/local/bin/pgctld", "multipooler": "/multigres/bin/multipooler",
         "multiorch": "/multigres/bin/multiorch", "multigateway": "/multigres/bin/multigateway",
-        "postgres-exporter": None,  # the exporter image's own entrypoint (not a Multigres process)
+        "postgres-exporter": "/bin/postgres_exporter",
     }
+    era_a = _render(corpus.ERA_A).pools[0].pod(0)["spec"]
+    assert "command" not in _container(era_a, "postgres-exporter")  # as the Go operator renders it
 
 
 names = st.from_regex(r"\A[a-z][a-z0-9-]{0,40}[a-z0-9]\Z")
