@@ -52,6 +52,7 @@ def _quantity(text: str) -> str:
 Quantity = Annotated[str, StringConstraints(pattern=quantity.PATTERN, max_length=64), AfterValidator(_quantity)]
 Cron = Annotated[str, StringConstraints(pattern=r"^(\S+\s+){4}\S+$", max_length=128)]
 Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(\.[0-9]+)?(h|m|s))+$", max_length=32)]
+GucName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.]*$", max_length=128)]
 # A Go time.Duration as Multigres flags take it, limited to the units people write: 500ms, 2s, 1m30s.
 GO_DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 GoDuration = Annotated[str, StringConstraints(pattern=GO_DURATION_PATTERN, max_length=32)]
@@ -62,7 +63,6 @@ _GO_DURATION_UNIT = {"ms": Decimal("0.001"), "s": Decimal(1), "m": Decimal(60), 
 def go_duration_seconds(text: str) -> Decimal:
     """Seconds in a `GoDuration` string (already matched by its pattern)."""
     return sum((Decimal(n) * _GO_DURATION_UNIT[u] for n, u in _GO_DURATION_PART.findall(text)), Decimal(0))
-GucName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.]*$", max_length=128)]
 
 LogLevel = Literal["debug", "info", "warn", "error"]
 PullPolicy = Literal["Always", "IfNotPresent", "Never"]

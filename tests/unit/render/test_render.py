@@ -267,8 +267,8 @@ ERA_A_BEFORE = [
      "44624d7a", ["c5457bb0"]),
     ({"backup": {"pgbackrestTLS": {"mode": "certManager", "issuerRef": {"name": "ca"}}},
       "multiorch": {"cells": ["zone1"], "replicas": 2}}, "d6e47faa", ["e72bd395"]),
-    ({"pools": {"default": {"cells": ["a", "b"], "replicasPerCell": 2}}, "pvcDeletionPolicy": {"whenDeleted": "Delete"}},
-     "757b1eaf", ["9cc3abbe", "76527afe"]),
+    ({"pools": {"default": {"cells": ["a", "b"], "replicasPerCell": 2}},
+      "pvcDeletionPolicy": {"whenDeleted": "Delete"}}, "757b1eaf", ["9cc3abbe", "76527afe"]),
 ]
 
 
