@@ -39,6 +39,7 @@ PGCTLD_GRPC_SOCKET = f"{POOLER_DIR}/pgctld.sock"
 # as a file (POSTGRES_PASSWORD_FILE, read by pgctld and multipooler) instead of an env value.
 MULTIGRES_BIN_DIR = "/multigres/bin"
 PGCTLD_BIN = "/usr/local/bin/pgctld"
+EXPORTER_BIN = "/bin/postgres_exporter"  # the entrypoint of the postgres-exporter image
 PASSWORD_DIR = "/etc/postgres-password"
 PASSWORD_FILE = "password"
 

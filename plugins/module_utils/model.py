@@ -52,6 +52,7 @@ def _quantity(text: str) -> str:
 Quantity = Annotated[str, StringConstraints(pattern=quantity.PATTERN, max_length=64), AfterValidator(_quantity)]
 Cron = Annotated[str, StringConstraints(pattern=r"^(\S+\s+){4}\S+$", max_length=128)]
 Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(\.[0-9]+)?(h|m|s))+$", max_length=32)]
+GucName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.]*$", max_length=128)]
 # A Go time.Duration as Multigres flags take it, limited to the units people write: 500ms, 2s, 1m30s.
 GO_DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 GoDuration = Annotated[str, StringConstraints(pattern=GO_DURATION_PATTERN, max_length=32)]
@@ -62,7 +63,6 @@ _GO_DURATION_UNIT = {"ms": Decimal("0.001"), "s": Decimal(1), "m": Decimal(60), 
 def go_duration_seconds(text: str) -> Decimal:
     """Seconds in a `GoDuration` string (already matched by its pattern)."""
     return sum((Decimal(n) * _GO_DURATION_UNIT[u] for n, u in _GO_DURATION_PART.findall(text)), Decimal(0))
-GucName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.]*$", max_length=128)]
 
 LogLevel = Literal["debug", "info", "warn", "error"]
 PullPolicy = Literal["Always", "IfNotPresent", "Never"]
@@ -440,6 +440,16 @@ class Backup(SpecModel):
 
 
 # --- the shard -----------------------------------------------------------------------------------
+# v0.1.0 refuses a pooler whose `<cell>_<service-id>` (its PostgreSQL application name) exceeds 63
+# characters; our service ids have a fixed length, so that bounds the cell names of pools.
+V0_1_MAX_POOL_CELL = 63 - 1 - len(naming.service_id(""))
+
+
+def _pool_cells_fit(spec: MultigresShardSpec) -> bool:
+    return spec.multigres.version is not keys.MultigresVersion.V0_1_0 or all(
+        len(cell) <= V0_1_MAX_POOL_CELL for pool in spec.pools.values() for cell in pool.cells)
+
+
 def _topology_kept(old: MultigresShardSpec, new: MultigresShardSpec) -> bool:
     return all(new.cell_topology_labels.get(c) == labels for c, labels in old.cell_topology_labels.items())
 
@@ -464,6 +474,14 @@ class MultigresShardSpec(SpecModel):
             message=f"multigateway is rendered only for Multigres {keys.MultigresVersion.V0_1_0}",
             check=lambda s: not s.multigateway.enabled or s.multigres.version is keys.MultigresVersion.V0_1_0,
             field_path=".multigateway.enabled",
+        ),
+        Rule(
+            name="v0-1-cell-name-length",
+            cel=f"self.multigres.version != '{keys.MultigresVersion.V0_1_0}' || "
+                f"self.pools.all(p, self.pools[p].cells.all(c, size(c) <= {V0_1_MAX_POOL_CELL}))",
+            message=f"Multigres {keys.MultigresVersion.V0_1_0} needs pool cell names of at most "
+                    f"{V0_1_MAX_POOL_CELL} characters (a pooler's '<cell>_<service-id>' is at most 63)",
+            check=_pool_cells_fit, field_path=".pools",
         ),
     )
     __transitions__: ClassVar = (

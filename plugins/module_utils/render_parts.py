@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import layout
+from . import keys, layout
 from .model import Resources, Storage
 from .render_context import Manifest, ShardContext
 
@@ -79,12 +79,15 @@ def s3_env(ctx: ShardContext) -> list[Manifest]:
 
 
 def exporter(ctx: ShardContext) -> Manifest:
-    """The postgres-exporter container (both versions), scraping PostgreSQL over localhost."""
+    """The postgres-exporter container (both versions), scraping PostgreSQL over localhost; v0.1.0
+    pods name its binary like every other one, era A keeps the Go operator's (image entrypoint)."""
     password = ctx.password
+    command = {"command": [layout.EXPORTER_BIN]} if ctx.version is keys.MultigresVersion.V0_1_0 else {}
     return {
         "name": "postgres-exporter",
         "image": ctx.images.postgres_exporter,
         "imagePullPolicy": ctx.spec.images.image_pull_policy,
+        **command,
         "args": [f"--web.listen-address=:{layout.EXPORTER}"],
         "ports": [port("metrics", layout.EXPORTER)],
         "env": [

@@ -5,8 +5,10 @@ multiorch intervals and the optional multigateway."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 from ansible_collections.multigres.pools.plugins.module_utils import keys, layout, model, naming, render
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -179,15 +181,18 @@ def test_every_v0_1_container_names_its_binary():
     assert binaries == {
         "postgres": "/usr/local/bin/pgctld", "multipooler": "/multigres/bin/multipooler",
         "multiorch": "/multigres/bin/multiorch", "multigateway": "/multigres/bin/multigateway",
-        "postgres-exporter": None,  # the exporter image's own entrypoint (not a Multigres process)
+        "postgres-exporter": "/bin/postgres_exporter",
     }
+    era_a = _render(corpus.ERA_A).pools[0].pod(0)["spec"]
+    assert "command" not in _container(era_a, "postgres-exporter")  # as the Go operator renders it
 
 
 names = st.from_regex(r"\A[a-z][a-z0-9-]{0,40}[a-z0-9]\Z")
+cells = st.from_regex(r"\A[a-z][a-z0-9-]{0,50}[a-z0-9]\Z")  # up to the v0.1.0 limit of 52
 
 
 @settings(max_examples=60, deadline=None)
-@given(cluster=names, pool=names, cell=names, index=st.integers(0, 31))
+@given(cluster=names, pool=names, cell=cells, index=st.integers(0, 31))
 def test_service_id_and_registered_hostname_meet_multigres_limits(cluster, pool, cell, index):
     spec = model.load_spec(corpus.spec({"clusterName": cluster, "pools": None}) | {"pools": {pool: {"cells": [cell]}}})
     pod = render.desired_state(spec, "ns").pools[0].pod(index)
@@ -199,6 +204,15 @@ def test_service_id_and_registered_hostname_meet_multigres_limits(cluster, pool,
     hostname = flags["hostname"].replace("$(POD_NAME)", pod["metadata"]["name"])
     assert hostname == f"{pod['spec']['hostname']}.{pod['spec']['subdomain']}.ns.svc.cluster.local"
     assert all(0 < len(label) <= 63 for label in hostname.split(".")) and len(hostname) <= 253
+
+
+def test_the_cell_name_limit_is_v0_1_only():
+    assert model.V0_1_MAX_POOL_CELL == 52
+    cell = "z" * 53
+    with pytest.raises(model.SpecError, match="v0-1-cell-name-length"):
+        model.load_spec(corpus.spec({"pools": {"default": {"cells": [cell]}}}))
+    model.load_spec(corpus.spec({"pools": {"default": {"cells": [cell]}}, **corpus.ERA_A}))
+    model.load_spec(corpus.spec({"pools": {"default": {"cells": ["z" * 52]}}}))
 
 
 def test_backup_pvc_is_one_per_shard_and_every_pod_mounts_it():
@@ -329,3 +343,13 @@ def test_render_is_deterministic_for_every_v0_1_object():
     patch = {"pools": {"default": {"cells": ["a", "b"]}}, "multigateway": {"enabled": True},
              "multiorch": {"poolerHealthCheckInterval": "500ms"}}
     assert render.manifests(_render(patch)) == render.manifests(_render(patch))
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[3] / "examples").glob("*.y*ml")),
+                         ids=lambda p: p.name)
+def test_every_example_declares_its_version_and_renders(path):
+    doc = yaml.safe_load(path.read_text())
+    shard = doc.get("multigres_shard", doc)
+    assert shard["spec"]["multigres"]["version"] in set(keys.MultigresVersion)
+    desired = render.desired_state(model.load_spec(shard["spec"]), "ns")
+    assert render.manifests(desired)
