@@ -66,6 +66,9 @@ ANN_DRAIN_BLOCKED = "drain.multigres.com/blocked-reason"
 ANN_DRAIN_STATE_SINCE = "drain.multigres.com/state-since"
 # Set by a human to force the current drain step; value is the state being forced past.
 ANN_DRAIN_FORCE = "drain.multigres.com/force"
+# Written by the agent before it makes a standby refuse cohort membership (Multigres v0.1.0
+# StopReplication); if the drain is then cancelled, the agent undoes it and removes this.
+ANN_DRAIN_INELIGIBLE = "drain.multigres.com/made-ineligible"
 # Set by the engine on the primary before it is drained in a rolling update.
 ANN_SWITCHOVER = "pools.multigres.com/switchover"
 # On the MultigresShard: agent's backup verdict (JSON) and topology-cleanup handshake on delete.

@@ -16,6 +16,8 @@ import socket
 import threading
 from dataclasses import dataclass, field
 
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+
 from .. import dataplane, logs
 from ..dataplane.etcd import EtcdTLS
 from ..kubeclient import api_client
@@ -32,7 +34,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     p.add_argument("--namespace", action="append", default=[],
                    help="namespace to watch (repeatable; default: all namespaces)")
-    p.add_argument("--era", default="a", choices=dataplane.ERAS, help="Multigres contract era (default a)")
+    p.add_argument("--multigres-version", default=keys.DEFAULT_MULTIGRES_VERSION.value,
+                   choices=[v.value for v in keys.MultigresVersion],
+                   help="Multigres version of shards that declare none (a MultigresShard's "
+                        "spec.multigres.version wins); default %(default)s")
+    p.add_argument("--era", choices=dataplane.ERAS, help="older spelling of --multigres-version (a = d782aa06)")
     p.add_argument("--etcd-ca", help="CA bundle for the topology etcd (https endpoints)")
     p.add_argument("--etcd-cert", help="client certificate for the topology etcd")
     p.add_argument("--etcd-key", help="client key for the topology etcd")
@@ -51,6 +57,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--standalone", action="store_true", help="no Lease: act at once (one replica only!)")
     p.add_argument("--log-level", default="INFO")
     return p
+
+
+def default_version(args: argparse.Namespace) -> keys.MultigresVersion:
+    """The version of shards that declare none: --era when given (older spelling), else --multigres-version."""
+    return dataplane.make(args.era).version if args.era else keys.MultigresVersion(args.multigres_version)
 
 
 @dataclass
@@ -116,7 +127,7 @@ class Runtime:
             server.shutdown()
             if elector is not None:
                 elector.stop()
-            self.agent.ctx.dataplane.close()
+            self.agent.ctx.close()
 
 
 def build(argv: list[str] | None = None, **overrides: object) -> Runtime:
@@ -128,8 +139,14 @@ def build(argv: list[str] | None = None, **overrides: object) -> Runtime:
         backup_interval_s=args.backup_interval, backup_stale_after_s=args.backup_stale_after,
         prune=not args.no_prune, register_topology=not args.no_register,
     )
-    dp = overrides.pop("dataplane", None) or dataplane.make(args.era, etcd_tls=tls, rpc_timeout=args.rpc_timeout)
-    ctx = Context(kube=Kube(api), dataplane=dp, config=config, metrics=Metrics(), **overrides)  # type: ignore[arg-type]
+    version = default_version(args)
+
+    def plane_factory(declared: keys.MultigresVersion) -> dataplane.DataPlane:
+        return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout)
+
+    dp = overrides.pop("dataplane", None) or plane_factory(version)
+    ctx = Context(kube=Kube(api), dataplane=dp, config=config, metrics=Metrics(),  # type: ignore[arg-type]
+                  plane_factory=plane_factory, **overrides)
     return Runtime(args, Agent(ctx), api)
 
 
@@ -138,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup(args.log_level)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` dumps every thread's stack
     runtime = build(argv)
-    log.info("agent starting", extra={"identity": args.identity, "era": args.era,
+    log.info("agent starting", extra={"identity": args.identity, "version": runtime.agent.ctx.dataplane.version,
                                       "namespaces": args.namespace or "all", "standalone": args.standalone})
     runtime.run()
     return 0

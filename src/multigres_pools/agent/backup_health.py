@@ -13,7 +13,7 @@ from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from ..dataplane.base import Backup, DataPlaneError, RefusalReason, find_primary
+from ..dataplane.base import Backup, DataPlaneError, RefusalReason
 from . import podinfo
 from .context import Context, Obj
 
@@ -62,13 +62,15 @@ def check(ctx: Context, shard: Obj) -> dict[str, Any] | None:
     now = datetime.fromtimestamp(ctx.clock(), UTC)
     previous = podinfo.annotations(shard).get(keys.ANN_BACKUP_HEALTH)
     try:
-        primary = find_primary(ctx.dataplane.list_poolers(topo))
+        plane = ctx.plane_for(shard)
+        primary = plane.leader(plane.list_poolers(topo))
         if primary is None:
             raise DataPlaneError(RefusalReason.NO_PRIMARY, "no PRIMARY pooler in the topology")
-        verdict = evaluate(ctx.dataplane.get_backups(primary, ctx.config.backup_read_limit), now,
+        verdict = evaluate(plane.get_backups(primary, ctx.config.backup_read_limit), now,
                            podinfo.cr_backup_threshold_s(shard, ctx.config.backup_stale_after_s))
-    except DataPlaneError as exc:
-        ctx.kube.event(shard, "BackupCheckFailed", f"backup health check failed: {exc.message}", warning=True)
+    except (DataPlaneError, ValueError) as exc:
+        message = exc.message if isinstance(exc, DataPlaneError) else str(exc)
+        ctx.kube.event(shard, "BackupCheckFailed", f"backup health check failed: {message}", warning=True)
         return None
     was = json.loads(previous) if previous else {}
     if "lastBackupTime" in verdict:

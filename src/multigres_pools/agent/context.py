@@ -9,7 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..dataplane.base import DataPlane, Pooler, PoolerId, ShardTopology, find_primary, match_pod
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+
+from ..dataplane.base import DataPlane, Pooler, PoolerId, ShardTopology, match_pod
 from . import podinfo
 from .kube import Kube
 from .metrics import Metrics
@@ -48,10 +50,42 @@ class Context:
     before_effect: Callable[[str], None] | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("multigres_pools.agent"))
     stalled: set[tuple[str, str]] = field(default_factory=set)
+    # Builds the adapter for a Multigres version a MultigresShard declares (spec.multigres.version)
+    # when it is not `dataplane`'s; None = every shard is served by `dataplane`.
+    plane_factory: Callable[[keys.MultigresVersion], DataPlane] | None = None
+    _planes: dict[keys.MultigresVersion, DataPlane] = field(default_factory=dict)
 
     def effect(self, name: str) -> None:
         if self.before_effect is not None:
             self.before_effect(name)
+
+    def plane_for(self, shard: Obj | None) -> DataPlane:
+        """The adapter for the version the MultigresShard declares; `dataplane` when it declares none
+        (or there is no MultigresShard). ValueError for a version no adapter speaks."""
+        declared = declared_version(shard)
+        if declared is None or declared == self.dataplane.version or self.plane_factory is None:
+            return self.dataplane
+        if declared not in self._planes:
+            self._planes[declared] = self.plane_factory(declared)
+        return self._planes[declared]
+
+    def close(self) -> None:
+        self.dataplane.close()
+        for plane in self._planes.values():
+            plane.close()
+
+
+def declared_version(shard: Obj | None) -> keys.MultigresVersion | None:
+    """`spec.multigres.version` of a MultigresShard, read from the raw object (ValueError if unknown)."""
+    raw = ((shard or {}).get("spec") or {}).get("multigres") or {}
+    value = raw.get("version") if isinstance(raw, dict) else None
+    if not value:
+        return None
+    try:
+        return keys.MultigresVersion(value)
+    except ValueError:
+        known = ", ".join(v.value for v in keys.MultigresVersion)
+        raise ValueError(f"spec.multigres.version {value!r} is not supported; known: {known}") from None
 
 
 @dataclass
@@ -65,6 +99,16 @@ class ShardView:
     topology_error: str = ""
     shard: Obj | None = None
     listed_at: float = 0.0
+    dataplane: DataPlane | None = None
+    # Why `poolers` is None: topology-unavailable, or version-mismatch (the declared version is wrong).
+    topology_reason: str = "topology-unavailable"
+    _leaders: dict[PoolerId | None, Pooler | None] = field(default_factory=dict, repr=False)
+
+    def take(self, fresh: ShardView) -> None:
+        """Adopt a later observation of the same shard (the pods and records after this pass acted)."""
+        self.poolers, self.pods, self.listed_at = fresh.poolers, fresh.pods, fresh.listed_at
+        self.topology_error, self.topology_reason = fresh.topology_error, fresh.topology_reason
+        self.dataplane, self._leaders = fresh.dataplane, {}
 
     def own(self, pod: Obj) -> Pooler | None:
         return match_pod(self.poolers or [], podinfo.name(pod))
@@ -77,8 +121,14 @@ class ShardView:
         return top.pooler_id if top else None
 
     def primary_other_than(self, pod: Obj) -> Pooler | None:
+        """The shard's primary unless it is the pod's own pooler; era A trusts the records, v0.1.0
+        confirms with the pooler (one Status per pass, cached in this view)."""
         me = self.own(pod)
-        return find_primary(p for p in self.poolers or [] if p != me)
+        key = me.id if me is not None else None
+        if key not in self._leaders:
+            assert self.dataplane is not None, "a ShardView with poolers has an adapter"
+            self._leaders[key] = self.dataplane.leader([p for p in self.poolers or [] if p != me])
+        return self._leaders[key]
 
     def pod_for(self, pooler: Pooler) -> Obj | None:
         return next((p for p in self.pods if pooler.matches_pod(podinfo.name(p))), None)

@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
 
-from ..dataplane.base import TopologyUnavailable
+from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
 from . import backup_health, podinfo, roles, topology
 from .context import Context, Obj, ShardView
-from .drain_runner import finalize, run_drain
+from .drain_runner import finalize, restore_eligibility, run_drain
 from .kube import Conflict
 
 _SHARD_LABELS = (keys.LABEL_CLUSTER, keys.LABEL_DATABASE, keys.LABEL_TABLEGROUP, keys.LABEL_SHARD)
@@ -33,6 +33,7 @@ class Agent:
         self._crs: dict[tuple[str, str], float] = {}  # (ns, name) -> last backup check
         self._registered: dict[tuple, tuple[float, object]] = {}
         self._retired: set[tuple] = set()
+        self._mismatched: set[tuple] = set()  # shards already warned about a version mismatch
         self.passes = 0
         self.last_error: str = ""
 
@@ -133,13 +134,26 @@ class Agent:
         topo = podinfo.shard_topology([podinfo.pod_topology(p) for p in first_pods], extra_cells)
         view = ShardView(namespace, topo, [], None, shard=shard)
         try:
-            view.poolers = ctx.dataplane.list_poolers(topo)
+            view.dataplane = ctx.plane_for(shard)
+            view.poolers = view.dataplane.list_poolers(topo)
             view.listed_at = ctx.clock()
+            self._mismatched.discard(topo.key)
         except TopologyUnavailable as exc:
             view.topology_error = exc.message
             ctx.metrics.reconcile_errors.labels("topology-unavailable").inc()
             ctx.log.warning("topology unavailable", extra={"namespace": namespace, "detail": exc.message})
+        except (VersionMismatch, ValueError) as exc:
+            # The declared version is not what etcd holds: no step is taken on a shard we misread.
+            view.topology_error = exc.message if isinstance(exc, VersionMismatch) else str(exc)
+            view.topology_reason = RefusalReason.VERSION_MISMATCH.value
+            ctx.metrics.reconcile_errors.labels(view.topology_reason).inc()
+            ctx.log.warning("version mismatch", extra={"namespace": namespace, "detail": view.topology_error})
         view.pods = self._groups(namespace, selector).get(key, [])
+        if view.pods and view.topology_reason == RefusalReason.VERSION_MISMATCH and topo.key not in self._mismatched:
+            self._mismatched.add(topo.key)
+            ctx.kube.event(shard or view.pods[0], "VersionMismatch", f"{view.topology_error}; the agent takes no "
+                           "drain, role or topology step on this shard until spec.multigres.version matches",
+                           warning=True)
         return view if view.pods else None
 
     def _act(self, view: ShardView) -> None:
@@ -153,6 +167,9 @@ class Agent:
                 elif podinfo.drain_state(pod) not in (None, keys.DrainState.READY_FOR_DELETION):
                     run_drain(ctx, view, pod)
                     touched = True
+                elif podinfo.drain_state(pod) is None and podinfo.annotations(pod).get(keys.ANN_DRAIN_INELIGIBLE):
+                    restore_eligibility(ctx, view, pod)  # a drain was cancelled after its standby left
+                    touched = True
             except Conflict as exc:
                 # Someone (the engine) changed the pod since we read it: decide again on the next pass.
                 ctx.log.info("pod changed underneath; retrying next pass", extra={"detail": str(exc)})
@@ -162,15 +179,14 @@ class Agent:
             fresh = self._observe(view.namespace, {}, podinfo.pod_topology(view.pods[0]).shard_key, view.pods)
             if fresh is None:
                 return
-            view.poolers, view.pods, view.listed_at = fresh.poolers, fresh.pods, fresh.listed_at
-            view.topology_error = fresh.topology_error
+            view.take(fresh)
         roles.publish_roles(ctx, view)
         roles.prune(ctx, view)
         self._maybe_register(view)
 
     def _maybe_register(self, view: ShardView) -> None:
         ctx = self.ctx
-        if not ctx.config.register_topology or view.poolers is None:
+        if not ctx.config.register_topology or view.poolers is None or view.dataplane is None:
             return
         if view.topology.key in self._retired or (view.shard is not None and (
                 podinfo.deleting(view.shard) or podinfo.annotations(view.shard).get(keys.ANN_TOPOLOGY_CLEANUP))):

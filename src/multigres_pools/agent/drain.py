@@ -8,6 +8,12 @@ re-derives the next step from the annotation and fresh facts.
 Proofs (fail closed): `draining` needs a ready primary pod and the REMOVE accepted; `acknowledged`
 needs the primary's own PrimaryStatus to no longer list the standby; `ready-for-deletion` needs the
 pooler record gone. The only way past a missing proof is the force annotation, one step at a time.
+
+Multigres v0.1.0 (`Facts.by_eligibility`): multiorch re-adds any ELIGIBLE standby it finds missing
+from the cohort, so the standby is first made INELIGIBLE and only then removed with our own CAS
+REMOVE; the proofs also ask the standby itself (still INELIGIBLE, or dead), and are taken again in
+`acknowledged` before and after the record is deleted. A standby found back (restarted, re-added)
+sends the drain back to `draining`, never on to `ready-for-deletion` (docs/agent.md).
 """
 
 from __future__ import annotations
@@ -34,16 +40,22 @@ class Blocked(StrEnum):
 
     STILL_LISTED = "standby-still-in-sync-list"
     NO_FAILOVER_TARGET = "no-connected-sync-standby-for-failover"
+    # v0.1.0: leaving would take the cohort below its durability policy (commits would stall).
+    NOT_DURABLE_WITHOUT = "cohort-below-durability-policy"
+    # v0.1.0: the standby reports ELIGIBLE again (its multipooler restarted).
+    ELIGIBLE_AGAIN = "standby-eligible-again"
 
 
 class Need(StrEnum):
     PRIMARY_GUARD = "primary-guard"
     SYNC = "sync-replication"
+    STANDBY = "standby-state"
 
 
 class Effect(StrEnum):
     REMOVE_STANDBY = "remove-standby"
     UNREGISTER = "unregister"
+    MAKE_INELIGIBLE = "make-ineligible"
 
 
 @dataclass
@@ -62,7 +74,18 @@ class Facts:
     failover_target: bool | None = None
     unregister_error: str | None = None
     unregistered: bool = False
+    # v0.1.0 (the data plane drains by cohort eligibility).
+    by_eligibility: bool = False
+    durable: bool | None = None  # would the cohort meet its durability policy without this standby?
+    ineligible_done: bool = False
+    ineligible_error: str | None = None
+    standby_out: bool | None = None  # the standby itself says INELIGIBLE, or cannot be reached
     extra: dict[str, str] = field(default_factory=dict)
+
+    def forget_proofs(self) -> None:
+        """Facts read before a side effect do not prove anything after it: read them again."""
+        self.listed = self.standby_out = self.durable = None
+        self.sync_error = None
 
 
 @dataclass(frozen=True)
@@ -75,8 +98,8 @@ class Decision:
     forced: bool = False
 
     @staticmethod
-    def write(state: DrainState, forced: bool = False) -> Decision:
-        return Decision("write", state=state, forced=forced)
+    def write(state: DrainState, forced: bool = False, reason: str = "") -> Decision:
+        return Decision("write", state=state, forced=forced, reason=reason)
 
     @staticmethod
     def block(reason: str) -> Decision:
@@ -112,11 +135,69 @@ def _primary_drain(state: DrainState, f: Facts) -> Decision:
     return Decision.write(NEXT[state])
 
 
+def _out_of_cohort(f: Facts) -> Decision | None:
+    """v0.1.0 proof that the standby is out and stays out: the primary does not list it (cohort and
+    GUC) and the standby itself refuses membership or is gone. None when the proof holds."""
+    if f.sync_error is not None:
+        return Decision.block(f.sync_error)
+    if f.listed is None:
+        return Decision("need", need=Need.SYNC)
+    if f.standby_out is None:
+        return Decision("need", need=Need.STANDBY)
+    if f.listed:
+        return Decision.block(Blocked.STILL_LISTED)
+    if not f.standby_out:
+        return Decision.block(Blocked.ELIGIBLE_AGAIN)
+    return None
+
+
+def _eligibility_drain(state: DrainState, f: Facts) -> Decision:
+    if state is DrainState.ACKNOWLEDGED:
+        # Taken before and again after the record goes; a failed proof sends the drain back a step.
+        missing = _out_of_cohort(f)
+        if missing is not None:
+            if missing.kind == "block" and missing.reason in (Blocked.STILL_LISTED, Blocked.ELIGIBLE_AGAIN):
+                return Decision.write(DrainState.DRAINING, reason=missing.reason)
+            return missing
+        if f.unregister_error is not None:
+            return Decision.block(f.unregister_error)
+        if not f.unregistered:
+            return Decision("effect", effect=Effect.UNREGISTER)
+        return Decision.write(DrainState.READY_FOR_DELETION)
+
+    blocked = _guarded(f)
+    if blocked is not None:
+        return blocked
+    # Never stop a standby the cohort cannot do without: every commit would wait for it.
+    if f.sync_error is not None and f.durable is None:
+        return Decision.block(f.sync_error)
+    if f.durable is None:
+        return Decision("need", need=Need.SYNC)
+    if not f.durable:
+        return Decision.block(Blocked.NOT_DURABLE_WITHOUT)
+    if state is DrainState.REQUESTED:
+        return Decision.write(DrainState.DRAINING)
+
+    # DRAINING: INELIGIBLE first (multiorch then never re-adds it), then our own CAS REMOVE.
+    if f.ineligible_error is not None:
+        return Decision.block(f.ineligible_error)
+    if not f.ineligible_done:
+        return Decision("effect", effect=Effect.MAKE_INELIGIBLE)
+    if f.removal_error is not None:
+        return Decision.block(f.removal_error)
+    if not f.removal_done:
+        return Decision("effect", effect=Effect.REMOVE_STANDBY)
+    missing = _out_of_cohort(f)
+    return missing if missing is not None else Decision.write(DrainState.ACKNOWLEDGED)
+
+
 def decide(state: DrainState | None, f: Facts) -> Decision:
     if state is None or state is DrainState.READY_FOR_DELETION:
         return Decision("done")
     if f.force is state:
         return Decision.write(NEXT[state], forced=True)
+    if f.by_eligibility and not f.is_primary:
+        return _eligibility_drain(state, f)
 
     if state is DrainState.ACKNOWLEDGED:
         if f.unregister_error is not None:

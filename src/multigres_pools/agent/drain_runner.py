@@ -11,14 +11,20 @@ from datetime import datetime
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
 
-from ..dataplane.base import DataPlaneError
+from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, RefusalReason
 from . import podinfo
 from .context import Context, Obj, ShardView
 from .drain import Decision, Effect, Facts, Guard, Need, decide
 from .kube import now_rfc3339
 
 STALLED_CONDITION = "DrainStalled"
-MAX_STEPS = 16
+MAX_STEPS = 24
+_PRIMARY_EXIT = {
+    False: "it leaves through multiorch failover once the pod is deleted",
+    # v0.1.0: the kubelet's SIGTERM makes its multipooler INELIGIBLE, which multiorch replaces at once.
+    True: "it leaves when the pod is deleted: its multipooler's graceful stop reports INELIGIBLE and "
+          "multiorch elects a new primary at once",
+}
 
 
 def _parse_time(text: str | None) -> float | None:
@@ -54,39 +60,96 @@ def primary_guard(view: ShardView, pod: Obj) -> Guard:
     return Guard.OK
 
 
+def _plane(view: ShardView) -> DataPlane:
+    assert view.dataplane is not None, "a view with poolers has an adapter"
+    return view.dataplane
+
+
+def _standby_out(view: ShardView, pod: Obj) -> bool:
+    """v0.1.0: does the standby itself refuse cohort membership (INELIGIBLE), or is it gone?
+
+    Without its record (deleted in `acknowledged`) it cannot be asked, and needs not be: a pooler
+    that restarts registers its record again at start-up, so a missing record means the INELIGIBLE
+    flag (in memory) is still in force or the pooler is down.
+    """
+    own = view.own(pod)
+    if own is None:
+        return True
+    try:
+        return _plane(view).standby_state(own).eligibility is Eligibility.INELIGIBLE
+    except DataPlaneError as exc:
+        return exc.reason is RefusalReason.POOLER_UNREACHABLE
+
+
 def _gather(ctx: Context, view: ShardView, pod: Obj, facts: Facts, need: Need) -> None:
     if need is Need.PRIMARY_GUARD:
         facts.guard = primary_guard(view, pod)
         return
-    own = view.own(pod)
+    if need is Need.STANDBY:
+        facts.standby_out = _standby_out(view, pod)
+        return
+    own, own_id = view.own(pod), view.own_id(pod)
     target = own if facts.is_primary else view.primary_other_than(pod)
+    if target is None:
+        facts.sync_error, facts.extra["message"] = RefusalReason.NO_PRIMARY.value, "no confirmed primary"
+        return
     try:
-        sync = ctx.dataplane.sync_replication(target)
+        sync = _plane(view).sync_replication(target)
     except DataPlaneError as exc:
         facts.sync_error, facts.extra["message"] = exc.reason.value, exc.message
         return
     if facts.is_primary:
-        facts.failover_target = any(s in sync.connected for s in sync.standbys)
+        # The failover that replaces it needs a streaming standby, and a cohort that stays durable.
+        facts.failover_target = any(s in sync.connected for s in sync.standbys) and sync.durable_without(own_id)
     else:
-        facts.listed = sync.lists(view.own_id(pod))
+        facts.listed = sync.lists(own_id)
+        facts.durable = sync.durable_without(own_id)
 
 
-def _perform(ctx: Context, view: ShardView, pod: Obj, facts: Facts, effect: Effect) -> None:
+def _mark_ineligible(ctx: Context, pod: Obj) -> Obj:
+    """Written before the RPC, so a drain cancelled at any point afterwards is undone."""
+    if podinfo.annotations(pod).get(keys.ANN_DRAIN_INELIGIBLE):
+        return pod
+    ctx.effect("write:made-ineligible")
+    return ctx.kube.patch_pod_meta(pod, annotations={keys.ANN_DRAIN_INELIGIBLE: "true"}, precondition=True)
+
+
+def _perform(ctx: Context, view: ShardView, pod: Obj, facts: Facts, effect: Effect) -> Obj:
     own, own_id = view.own(pod), view.own_id(pod)
+    plane = _plane(view)
+    if effect is Effect.MAKE_INELIGIBLE:
+        pod = _mark_ineligible(ctx, pod)
     ctx.effect(effect.value)
     try:
-        if effect is Effect.REMOVE_STANDBY:
-            ctx.dataplane.remove_standby(view.primary_other_than(pod), own_id, own.native if own else None)
+        if effect is Effect.MAKE_INELIGIBLE:
+            if own is None:
+                raise DataPlaneError(RefusalReason.POOLER_UNREACHABLE, "the pooler has no record to dial")
+            try:
+                plane.make_ineligible(own)
+            except DataPlaneError as exc:
+                # A dead pooler cannot be told; while it stays down multiorch does not re-add it,
+                # so our own CAS REMOVE is enough (docs/agent.md, dead poolers).
+                if exc.reason is not RefusalReason.POOLER_UNREACHABLE:
+                    raise
+                facts.extra["message"] = f"pooler unreachable, removing it anyway: {exc.message}"
+            facts.ineligible_done = True
+        elif effect is Effect.REMOVE_STANDBY:
+            plane.remove_standby(view.primary_other_than(pod), own_id, own.native if own else None)
             facts.removal_done = True
         else:
-            ctx.dataplane.unregister(view.topology, own_id)
+            plane.unregister(view.topology, own_id)
             facts.unregistered = True
     except DataPlaneError as exc:
         facts.extra["message"] = exc.message
-        if effect is Effect.REMOVE_STANDBY:
+        if effect is Effect.MAKE_INELIGIBLE:
+            facts.ineligible_error = exc.reason.value
+        elif effect is Effect.REMOVE_STANDBY:
             facts.removal_error = exc.reason.value
         else:
             facts.unregister_error = exc.reason.value
+    if facts.by_eligibility:
+        facts.forget_proofs()
+    return pod
 
 
 def _since(pod: Obj, now: float) -> float:
@@ -115,6 +178,10 @@ def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: De
         for target in view.event_targets(pod):
             ctx.kube.event(target, "DrainForced", f"{name}: step {old} forced by {keys.ANN_DRAIN_FORCE}; "
                            f"its proof was skipped", warning=True)
+    if d.reason:  # a proof failed after it had held: the drain went back a step
+        for target in view.event_targets(pod):
+            ctx.kube.event(target, "DrainRegressed", f"{name}: back from {old} to {d.state}: {d.reason}; it is "
+                           "not deleted in this state", warning=True)
     if (view.namespace, name) in ctx.stalled:
         ctx.stalled.discard((view.namespace, name))
         ctx.metrics.drains_stalled.set(len(ctx.stalled))
@@ -165,14 +232,15 @@ def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:
     if state is None or state is DrainState.READY_FOR_DELETION:
         return state
     if view.poolers is None:
-        _block(ctx, view, pod, state, "topology-unavailable", view.topology_error)
+        _block(ctx, view, pod, state, view.topology_reason, view.topology_error)
         return state
     own = view.own(pod)
-    facts = Facts(is_primary=own is not None and own.role is keys.Role.PRIMARY, force=_force(pod))
+    facts = Facts(is_primary=own is not None and own.role is keys.Role.PRIMARY, force=_force(pod),
+                  by_eligibility=_plane(view).supports_eligibility)
     if facts.is_primary and state is DrainState.REQUESTED and not podinfo.annotations(pod).get(keys.ANN_DRAIN_BLOCKED):
         for target in view.event_targets(pod):
-            ctx.kube.event(target, "PrimaryDrain", f"{podinfo.name(pod)} is the PRIMARY: Multigres era A has no "
-                           "switchover API; it leaves through multiorch failover once the pod is deleted",
+            ctx.kube.event(target, "PrimaryDrain", f"{podinfo.name(pod)} is the PRIMARY: Multigres "
+                           f"{_plane(view).version} has no switchover API; {_PRIMARY_EXIT[facts.by_eligibility]}",
                            warning=True)
     for _ in range(MAX_STEPS):
         d = decide(state, facts)
@@ -181,9 +249,11 @@ def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:
         if d.kind == "need":
             _gather(ctx, view, pod, facts, d.need)
         elif d.kind == "effect":
-            _perform(ctx, view, pod, facts, d.effect)
+            pod = _perform(ctx, view, pod, facts, d.effect)
         elif d.kind == "write":
             pod = _write_state(ctx, view, pod, state, d)
+            if d.state is DrainState.DRAINING and state is DrainState.ACKNOWLEDGED:
+                facts = Facts(is_primary=facts.is_primary, by_eligibility=facts.by_eligibility)  # start over
             state = d.state
         else:
             _block(ctx, view, pod, state, d.reason, facts.extra.get("message", ""))
@@ -207,10 +277,15 @@ def finalize(ctx: Context, view: ShardView, pod: Obj) -> bool:
             return False
         own, own_id = view.own(pod), view.own_id(pod)
         primary = view.primary_other_than(pod)
+        plane = _plane(view)
         if own is not None and own.role is not keys.Role.PRIMARY and primary is not None:
             ctx.effect(Effect.REMOVE_STANDBY.value)
             try:
-                ctx.dataplane.remove_standby(primary, own_id, own.native)
+                if plane.supports_eligibility:
+                    # The pod's multipooler is being stopped anyway (INELIGIBLE on SIGTERM); say it
+                    # first, or multiorch re-adds an ELIGIBLE standby right after our REMOVE.
+                    plane.make_ineligible(own)
+                plane.remove_standby(primary, own_id, own.native)
             except DataPlaneError as exc:
                 for target in view.event_targets(pod):
                     ctx.kube.event(target, "ExternalDeletion", f"{name}: could not leave synchronous "
@@ -219,7 +294,7 @@ def finalize(ctx: Context, view: ShardView, pod: Obj) -> bool:
         if own_id is not None:
             ctx.effect(Effect.UNREGISTER.value)
             try:
-                ctx.dataplane.unregister(view.topology, own_id)
+                plane.unregister(view.topology, own_id)
             except DataPlaneError as exc:
                 for target in view.event_targets(pod):
                     ctx.kube.event(target, "UnregistrationFailed", f"{name}: {exc.message}", warning=True)
@@ -229,4 +304,26 @@ def finalize(ctx: Context, view: ShardView, pod: Obj) -> bool:
     ctx.log.info("pod finalized", extra={"pod": name})
     for target in view.event_targets(pod):
         ctx.kube.event(target, "PoolerUnregistered", f"{name}: pooler unregistered; finalizer removed")
+    return True
+
+
+def restore_eligibility(ctx: Context, view: ShardView, pod: Obj) -> bool:
+    """A drain was cancelled after the agent made the standby INELIGIBLE: StartReplication, so
+    multiorch reconnects it and adds it back to the cohort; then drop the marker. Returns True when done."""
+    name, own = podinfo.name(pod), view.own(pod)
+    if view.poolers is None or own is None or not _plane(view).supports_eligibility:
+        return False  # retried on the next pass (a record comes back when the pooler restarts)
+    ctx.effect("make-eligible")
+    try:
+        _plane(view).make_eligible(own)
+    except DataPlaneError as exc:
+        if exc.reason is not RefusalReason.POOLER_UNREACHABLE:
+            for target in view.event_targets(pod):
+                ctx.kube.event(target, "EligibilityRestoreFailed", f"{name}: {exc.message}", warning=True)
+            return False
+    ctx.effect("write:made-ineligible")
+    ctx.kube.patch_pod_meta(pod, annotations={keys.ANN_DRAIN_INELIGIBLE: None})
+    for target in view.event_targets(pod):
+        ctx.kube.event(target, "EligibilityRestored", f"{name}: drain cancelled; replication restarted, "
+                       "multiorch adds the standby back to the cohort")
     return True

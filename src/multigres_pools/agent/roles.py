@@ -54,13 +54,13 @@ def prunable(poolers: list[Pooler], pods: list[Obj]) -> list[Pooler]:
 
 
 def prune(ctx: Context, view: ShardView) -> list[str]:
-    if not ctx.config.prune or view.poolers is None or not view.pods:
+    if not ctx.config.prune or view.poolers is None or view.dataplane is None or not view.pods:
         return []
     gone = []
     for rec in prunable(view.poolers, view.pods):
         ctx.effect("prune")
         try:
-            ctx.dataplane.unregister(view.topology, rec.id)
+            view.dataplane.unregister(view.topology, rec.id)
         except DataPlaneError as exc:
             ctx.log.warning("prune failed", extra={"pooler": str(rec.id), "detail": exc.message})
             continue

@@ -25,7 +25,7 @@ def register(ctx: Context, view: ShardView) -> list[str]:
     db, overwrite = registration(view)
     ctx.effect("register")
     try:
-        changes = ctx.dataplane.register(view.topology, db, overwrite=overwrite)
+        changes = (view.dataplane or ctx.dataplane).register(view.topology, db, overwrite=overwrite)
     except DataPlaneError as exc:
         target = view.shard or (view.pods[0] if view.pods else None)
         if target is not None:
@@ -52,15 +52,17 @@ def cleanup(ctx: Context, shard: Obj) -> str | None:
     result = keys.TopologyCleanup.SKIPPED
     if topo is not None:
         try:
+            plane = ctx.plane_for(shard)
             removed = []
-            for pooler in ctx.dataplane.list_poolers(topo):
+            for pooler in plane.list_poolers(topo):
                 ctx.effect("cleanup:unregister")
-                ctx.dataplane.unregister(topo, pooler.id)
+                plane.unregister(topo, pooler.id)
                 removed.append(f"pooler {pooler.id}")
             ctx.effect("cleanup:database")
-            removed += ctx.dataplane.unregister_database(topo, topo.database, topo.cells)
-        except DataPlaneError as exc:
-            ctx.kube.event(shard, "TopoCleanupFailed", f"topology cleanup failed: {exc.message}", warning=True)
+            removed += plane.unregister_database(topo, topo.database, topo.cells)
+        except (DataPlaneError, ValueError) as exc:
+            ctx.kube.event(shard, "TopoCleanupFailed", f"topology cleanup failed: {getattr(exc, 'message', exc)}",
+                           warning=True)
             return None
         ctx.kube.event(shard, "TopoCleanup", "; ".join(removed) or "nothing left to remove")
         result = keys.TopologyCleanup.DONE

@@ -1,7 +1,8 @@
 """The data-plane adapter interface: everything the agent asks of Multigres, independent of its version.
 
 The drain state machine, role publishing and topology code only see these types. Era A (multigres
-d782aa06) is implemented in `era_a.py`; a later era becomes a second implementation of `DataPlane`.
+d782aa06) is implemented in `era_a.py`, Multigres v0.1.0 in `v0_1.py`; `dataplane.for_version` picks
+one from the shard's declared `keys.MultigresVersion`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import abc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
@@ -44,7 +45,12 @@ class PoolerId:
 
 @dataclass(frozen=True)
 class Pooler:
-    """One pooler record. `native` keeps the decoded record so an adapter can send its ID back verbatim."""
+    """One pooler record. `native` keeps the decoded record so an adapter can send its ID back verbatim.
+
+    `role` is None for a pooler that announced its own shutdown (v0.1.0 rewrites its record to
+    DRAINED/NOT_SERVING on SIGTERM): it has no role until it registers again, and its data is not
+    known-bad (a DRAINED role would tell the engine to discard the volume).
+    """
 
     id: PoolerId
     role: keys.Role | None
@@ -55,6 +61,7 @@ class Pooler:
     shard: str
     key: str
     native: Any = field(default=None, compare=False, repr=False)
+    stopped: bool = False
 
     def matches_pod(self, pod_name: str) -> bool:
         """Contract §2.6: the service id is a hash, so the hostname is what ties a record to a pod."""
@@ -62,15 +69,62 @@ class Pooler:
 
 
 @dataclass(frozen=True)
+class Durability:
+    """A cohort durability policy: at least `required` poolers (or cells, for MULTI_CELL), leader included."""
+
+    required: int
+    multi_cell: bool = False
+
+    def satisfied_by(self, members: Iterable[PoolerId]) -> bool:
+        present = set(members)
+        return len({m.cell for m in present} if self.multi_cell else present) >= self.required
+
+
+@dataclass(frozen=True)
 class SyncReplication:
-    """The primary's synchronous replication configuration and connected followers (PrimaryStatus)."""
+    """What the primary itself says about synchronous replication.
+
+    `standbys` are the synchronous standbys of its configuration (never the primary itself) and
+    `connected` its streaming followers. From v0.1.0 on there is also the cohort of the current rule
+    (leader included), the leader and the rule's durability policy; era A leaves them empty.
+    """
 
     ready: bool
     standbys: tuple[PoolerId, ...]
     connected: tuple[PoolerId, ...]
+    cohort: tuple[PoolerId, ...] = ()
+    leader: PoolerId | None = None
+    durability: Durability | None = None
 
     def lists(self, pooler: PoolerId) -> bool:
-        return pooler in self.standbys
+        """Still a synchronous standby in any sense: in the configuration or in the cohort."""
+        return pooler in self.standbys or pooler in self.cohort
+
+    def durable_without(self, pooler: PoolerId) -> bool:
+        """Would the cohort still meet its durability policy without `pooler`, counting only the leader
+        and the standbys streaming right now? (Taking away a needed standby stalls every commit.)
+        True when the version publishes no policy (era A refuses on the server side instead)."""
+        if self.durability is None:
+            return True
+        live = {m for m in self.cohort if m != pooler and (m == self.leader or m in self.connected)}
+        return self.durability.satisfied_by(live)
+
+
+class Eligibility(StrEnum):
+    """A pooler's self-reported cohort eligibility (v0.1.0 AvailabilityStatus)."""
+
+    ELIGIBLE = "eligible"
+    INELIGIBLE = "ineligible"
+    UNKNOWN = "unknown"  # not reported; multiorch treats it as eligible
+
+
+@dataclass(frozen=True)
+class StandbyState:
+    """A pooler's own view of itself, read from the pooler (not from the primary)."""
+
+    eligibility: Eligibility
+    replicating: bool  # primary_conninfo set and the WAL receiver not stopped by hand
+    is_leader: bool
 
 
 @dataclass(frozen=True)
@@ -112,6 +166,13 @@ class RefusalReason(StrEnum):
     PRIMARY_UNREACHABLE = "primary-unreachable"
     TOPOLOGY_UNAVAILABLE = "topology-unavailable"
     INVALID_REQUEST = "invalid-request"
+    # From v0.1.0 on.
+    DURABILITY_POLICY = "cohort-below-durability-policy"
+    RULE_CONFLICT = "rule-conflict"
+    POOLER_UNREACHABLE = "pooler-unreachable"
+    NOT_A_REPLICA = "pooler-not-a-replica"
+    # The shard's declared Multigres version is not what etcd or the pooler speaks.
+    VERSION_MISMATCH = "version-mismatch"
     UNKNOWN = "unknown-error"
 
 
@@ -129,6 +190,13 @@ class TopologyUnavailable(DataPlaneError):
         super().__init__(RefusalReason.TOPOLOGY_UNAVAILABLE, message)
 
 
+class VersionMismatch(DataPlaneError):
+    """etcd or a pooler speaks another Multigres version than the one declared for the shard."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(RefusalReason.VERSION_MISMATCH, message)
+
+
 def find_primary(poolers: Iterable[Pooler]) -> Pooler | None:
     """The first PRIMARY record in cell order (contract §2.6 FindPrimaryPooler)."""
     ordered = sorted(poolers, key=lambda p: (p.id.cell, p.id.name))
@@ -142,11 +210,19 @@ def match_pod(poolers: Iterable[Pooler], pod_name: str) -> Pooler | None:
 class DataPlane(abc.ABC):
     """Everything the agent needs from one Multigres version. Implementations must be thread-safe."""
 
+    version: ClassVar[keys.MultigresVersion]
     supports_switchover: bool = False
+    # Whether a standby can be made to refuse cohort membership (v0.1.0 INELIGIBLE); see make_ineligible.
+    supports_eligibility: bool = False
 
     @abc.abstractmethod
     def list_poolers(self, topo: ShardTopology) -> list[Pooler]:
-        """All pooler records of the shard in its cells; TopologyUnavailable if any cell cannot be read."""
+        """All pooler records of the shard in its cells; TopologyUnavailable if any cell cannot be read,
+        VersionMismatch if one of the shard's records is written in another version's schema."""
+
+    def leader(self, poolers: Sequence[Pooler]) -> Pooler | None:
+        """The shard's primary. Era A trusts the records; later versions confirm it with the pooler."""
+        return find_primary(poolers)
 
     @abc.abstractmethod
     def sync_replication(self, primary: Pooler) -> SyncReplication:
@@ -178,6 +254,18 @@ class DataPlane(abc.ABC):
     @abc.abstractmethod
     def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False) -> str:
         """Start a backup on `pooler`; returns the backup id."""
+
+    def standby_state(self, pooler: Pooler) -> StandbyState:
+        """The pooler's own eligibility and replication state (only with supports_eligibility)."""
+        raise NotImplementedError(f"Multigres {self.version} publishes no cohort eligibility")
+
+    def make_ineligible(self, pooler: Pooler) -> None:
+        """Make a standby refuse cohort membership until make_eligible (only with supports_eligibility)."""
+        raise NotImplementedError(f"Multigres {self.version} has no cohort eligibility")
+
+    def make_eligible(self, pooler: Pooler) -> None:
+        """Undo make_ineligible (a cancelled drain)."""
+        raise NotImplementedError(f"Multigres {self.version} has no cohort eligibility")
 
     def switchover(self, topo: ShardTopology, primary: Pooler, reason: str) -> None:
         """Ask the data plane to move the primary elsewhere; era A has no such API (contract §1.4)."""

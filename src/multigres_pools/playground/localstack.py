@@ -413,6 +413,7 @@ class LocalStack:
             sys.executable, "-m", "multigres_pools.playground.localstack", "agent",
             "--kubeconfig", str(self.kubeconfig),
             "--namespace", self.namespace, "--http", f"127.0.0.1:{free_port()}", "--standalone",
+            "--multigres-version", keys.MultigresVersion.ERA_A.value,  # its poolers are era-A doubles
             "--poll-interval", "1", "--lease-namespace", self.namespace,
         ], self.workdir / "agent.log").start()
         return self
@@ -461,7 +462,8 @@ def _agent_main(argv: list[str]) -> int:
 
     args = agent_main.parser().parse_args(argv)
     logs.setup(args.log_level)
-    plane = dataplane.make(args.era, rpc_timeout=args.rpc_timeout, dial_host=lambda _hostname: "127.0.0.1")
+    plane = dataplane.for_version(agent_main.default_version(args), rpc_timeout=args.rpc_timeout,
+                                  dial_host=lambda _hostname: "127.0.0.1")
     agent_main.build(argv, dataplane=plane).run()
     return 0
 

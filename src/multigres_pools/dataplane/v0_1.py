@@ -1,0 +1,285 @@
+"""Multigres v0.1.0 data plane: ShardKey pooler records, consensus rules, INELIGIBLE standbys.
+
+Facts (shared/reference/multigres-v0.1.md): record §3; Status, consensus Status and UpdateConsensusRule
+§1.1-§1.3 (check order, CAS token, "rule conflict" as gRPC UNKNOWN); the primary recipe §1.2a (the
+pooler whose consensus id is its current rule's leader, cross-checked with postgres_status PRIMARY);
+INELIGIBLE via StopReplication with a receiver-stopping mode §2. The etcd side is shared with era A.
+
+The request and response messages are our own `mgpools.v0_1.*` stubs (they must not collide with the
+era-A `multipoolermanager*` symbols in the same process), so the fixed wire paths are named here and
+called with `channel.unary_unary`; the backup messages are unchanged since era A and reused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+from google.protobuf.message import DecodeError, Message
+from google.protobuf.unknown_fields import UnknownFieldSet
+
+from ..proto.gen import clustermetadata_pb2 as cm_a
+from ..proto.gen import multipoolermanagerdata_pb2 as backup_pb
+from ..proto.gen.v0_1 import clustermetadata_pb2 as cm
+from ..proto.gen.v0_1 import consensusdata_pb2 as cd
+from ..proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
+from .base import (
+    Backup,
+    DataPlaneError,
+    Durability,
+    Eligibility,
+    Pooler,
+    PoolerId,
+    RefusalReason,
+    ShardTopology,
+    StandbyState,
+    SyncReplication,
+    VersionMismatch,
+)
+from .etcd_topology import EtcdTopologyPlane
+
+MANAGER = "/multipoolermanager.MultiPoolerManager/"
+CONSENSUS = "/consensus.MultiPoolerConsensus/"
+
+_ROLES = {cm.PRIMARY: keys.Role.PRIMARY, cm.REPLICA: keys.Role.REPLICA, cm.DRAINED: keys.Role.DRAINED}
+_UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+_ELIGIBILITY = {cm.COHORT_ELIGIBILITY_SIGNAL_ELIGIBLE: Eligibility.ELIGIBLE,
+                cm.COHORT_ELIGIBILITY_SIGNAL_INELIGIBLE: Eligibility.INELIGIBLE}
+# Era A's Status had a string in field 7 and a ConsensusTerm in field 9; v0.1.0 has an enum and nothing.
+_ERA_A_STATUS_FIELDS = {7, 9}
+# What the server's rule store says when the CAS token is stale, or the row is locked (NOWAIT).
+_CONFLICT_TEXTS = ("rule conflict", "could not obtain lock", "lock_not_available", "55p03")
+
+
+def decode_pooler(key: str, raw: bytes) -> Pooler | None:
+    """A v0.1.0 MultiPooler record, or None when the bytes are not one."""
+    try:
+        rec = cm.MultiPooler.FromString(raw)
+    except DecodeError:
+        return None
+    # Graceful shutdown rewrites the record to DRAINED/NOT_SERVING (v0.1 §2): the pooler is gone for
+    # now, its data is fine; multiorch's own DRAINED (pg_rewind infeasible) leaves serving_status as is.
+    stopped = rec.type == cm.DRAINED and rec.serving_status == cm.NOT_SERVING
+    return Pooler(
+        id=PoolerId(rec.id.cell, rec.id.name),
+        role=None if stopped else _ROLES.get(rec.type, keys.Role.REPLICA),
+        hostname=rec.hostname,
+        grpc_port=rec.port_map.get("grpc"),
+        database=rec.shard_key.database,
+        tablegroup=rec.shard_key.table_group,
+        shard=rec.shard_key.shard,
+        key=key,
+        native=rec,
+        stopped=stopped,
+    )
+
+
+def era_a_record_of(raw: bytes, topo: ShardTopology) -> str | None:
+    """An era-A record (database/table_group/shard strings in fields 2-4) of this shard."""
+    try:
+        rec = cm_a.MultiPooler.FromString(raw)
+    except DecodeError:
+        return None
+    if rec.id.cell in topo.cells and (rec.database, rec.table_group, rec.shard) == (
+            topo.database, topo.tablegroup, topo.shard):
+        return f"an era-A ({keys.MultigresVersion.ERA_A}) record (database string in field 2)"
+    return None
+
+
+def _pid(ident: cm.ID) -> PoolerId:
+    return PoolerId(ident.cell, ident.name)
+
+
+def _durability(policy: cm.DurabilityPolicy) -> Durability | None:
+    if policy.required_count <= 0:
+        return None
+    return Durability(policy.required_count, multi_cell=policy.quorum_type == cm.QUORUM_TYPE_MULTI_CELL_AT_LEAST_N)
+
+
+def is_leader(consensus: cm.ConsensusStatus) -> bool:
+    """v0.1 §1.2a: the pooler's own id is the leader of its current rule (multiorch's IsLeader)."""
+    leader = consensus.current_position.rule.leader_id
+    return bool(consensus.id.name) and (consensus.id.cell, consensus.id.name) == (leader.cell, leader.name)
+
+
+def is_rule_conflict(code: grpc.StatusCode, text: str) -> bool:
+    return code is grpc.StatusCode.UNKNOWN and any(t in text.lower() for t in _CONFLICT_TEXTS)
+
+
+def classify_rpc_error(exc: grpc.RpcError, primary: bool = True) -> DataPlaneError:
+    """Map v0.1.0's codes and texts (reference §1.3, manager guardrails) to stable refusal reasons.
+
+    `primary` says whom we called: a failure to reach the draining pooler itself is not the primary's.
+    """
+    code, text = exc.code(), exc.details() or ""
+    lowered = text.lower()
+    if code is grpc.StatusCode.UNIMPLEMENTED:
+        reason = RefusalReason.VERSION_MISMATCH
+    elif code is grpc.StatusCode.UNAVAILABLE and "starting up" in lowered and primary:
+        reason = RefusalReason.PRIMARY_NOT_READY
+    elif code in _UNREACHABLE:
+        reason = RefusalReason.PRIMARY_UNREACHABLE if primary else RefusalReason.POOLER_UNREACHABLE
+    elif is_rule_conflict(code, text):
+        reason = RefusalReason.RULE_CONFLICT
+    elif code is grpc.StatusCode.INVALID_ARGUMENT and "durability policy" in lowered:
+        reason = RefusalReason.DURABILITY_POLICY
+    elif code is grpc.StatusCode.INVALID_ARGUMENT and "cannot be empty" in lowered:
+        reason = RefusalReason.LAST_SYNC_STANDBY
+    elif code is grpc.StatusCode.FAILED_PRECONDITION and "empty cohort" in lowered:
+        reason = RefusalReason.SYNC_NOT_CONFIGURED
+    elif code is grpc.StatusCode.FAILED_PRECONDITION and ("not in standby mode" in lowered
+                                                         or "pooler type is" in lowered):
+        reason = RefusalReason.NOT_A_REPLICA
+    elif code is grpc.StatusCode.FAILED_PRECONDITION and "standby mode" in lowered:
+        reason = RefusalReason.PRIMARY_IN_RECOVERY
+    elif code is grpc.StatusCode.INVALID_ARGUMENT:
+        reason = RefusalReason.INVALID_REQUEST
+    else:
+        reason = RefusalReason.UNKNOWN
+    return DataPlaneError(reason, f"{code.name}: {text}")
+
+
+def check_status_schema(response: mpd.StatusResponse) -> None:
+    """An era-A pooler answers Status on the same path; its field 7 is a string, which v0.1.0 reads as
+    an unknown field (reference §3). Acting on such a status would be acting on garbage."""
+    odd = {f.field_number for f in UnknownFieldSet(response.status)} & _ERA_A_STATUS_FIELDS
+    if odd:
+        raise VersionMismatch(f"Status carries era-A fields {sorted(odd)}: the pooler is not Multigres "
+                              f"{keys.MultigresVersion.V0_1_0}")
+
+
+class V0_1(EtcdTopologyPlane):
+    version = keys.MultigresVersion.V0_1_0
+    supports_eligibility = True
+    cas_attempts = 6
+
+    def decode_pooler(self, key: str, raw: bytes) -> Pooler | None:
+        return decode_pooler(key, raw)
+
+    def foreign_record(self, raw: bytes, topo: ShardTopology) -> str | None:
+        return era_a_record_of(raw, topo)
+
+    # --- gRPC --------------------------------------------------------------------------------------
+    def _call(self, pooler: Pooler, path: str, request: Message, response_type: type[Message],
+              primary: bool = True) -> Any:
+        unreachable = RefusalReason.PRIMARY_UNREACHABLE if primary else RefusalReason.POOLER_UNREACHABLE
+        method = self._channel(pooler, unreachable).unary_unary(
+            path, request_serializer=type(request).SerializeToString, response_deserializer=response_type.FromString)
+        try:
+            return method(request, timeout=self._rpc_timeout)
+        except grpc.RpcError as exc:
+            raise classify_rpc_error(exc, primary) from exc
+
+    def status(self, pooler: Pooler, primary: bool = True) -> mpd.StatusResponse:
+        """The manager's Status (works before the manager is ready)."""
+        response = self._call(pooler, MANAGER + "Status", mpd.StatusRequest(), mpd.StatusResponse, primary)
+        check_status_schema(response)
+        return response
+
+    def consensus(self, pooler: Pooler) -> cd.StatusResponse:
+        """The consensus service's Status: the pooler's id, current rule and availability."""
+        return self._call(pooler, CONSENSUS + "Status", cd.StatusRequest(), cd.StatusResponse)
+
+    def leader(self, poolers: Sequence[Pooler]) -> Pooler | None:
+        """The PRIMARY record whose pooler confirms it leads its rule and runs postgres as primary.
+
+        The etcd type is published asynchronously, and a restarted old primary was seen as a second
+        PRIMARY for ~10 s (reference §1.2a), so the record alone is not trusted.
+        """
+        candidates = sorted((p for p in poolers if p.role is keys.Role.PRIMARY), key=lambda p: (p.id.cell, p.id.name))
+        for candidate in candidates:
+            try:
+                response = self.status(candidate)
+            except DataPlaneError:
+                continue
+            if is_leader(response.consensus_status) and response.status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY:
+                return candidate
+        return None
+
+    def sync_replication(self, primary: Pooler) -> SyncReplication:
+        response = self.status(primary)
+        consensus, status = response.consensus_status, response.status
+        if not is_leader(consensus) or status.postgres_status != mpd.POSTGRES_STATUS_PRIMARY:
+            pg = mpd.PostgresStatus.Name(status.postgres_status)
+            raise DataPlaneError(RefusalReason.PRIMARY_IN_RECOVERY, f"{primary.id} is not the primary "
+                                 f"(postgres {pg}, leads its rule: {is_leader(consensus)})")
+        rule = consensus.current_position.rule
+        leader = _pid(rule.leader_id)
+        cfg = status.primary_status.sync_replication_config
+        return SyncReplication(
+            ready=status.primary_status.ready,
+            # The GUC quotes every cohort member, the primary too (reference §1.2a).
+            standbys=tuple(p for p in map(_pid, cfg.standby_ids) if p != leader),
+            connected=tuple(map(_pid, status.primary_status.connected_followers)),
+            cohort=tuple(map(_pid, rule.cohort_members)),
+            leader=leader,
+            durability=_durability(rule.durability_policy),
+        )
+
+    def remove_standby(self, primary: Pooler, standby: PoolerId, native: Any = None) -> None:
+        """UpdateConsensusRule REMOVE with the primary's current rule number as the CAS token.
+
+        Re-reads the rule and retries on a rule conflict (gRPC UNKNOWN, reference §1.3 step 7); a
+        standby that is no longer in the cohort is done without a call (the server would say OK too).
+        """
+        ident = cm.ID(component=cm.ID.MULTIPOOLER, cell=standby.cell, name=standby.name)
+        last: DataPlaneError | None = None
+        for attempt in range(self.cas_attempts):
+            response = self.consensus(primary)
+            if not response.consensus_status.HasField("current_position"):
+                raise DataPlaneError(RefusalReason.PRIMARY_NOT_READY, f"{primary.id} publishes no current rule")
+            rule = response.consensus_status.current_position.rule
+            if not is_leader(response.consensus_status):
+                raise DataPlaneError(RefusalReason.PRIMARY_IN_RECOVERY,
+                                     f"{primary.id} does not lead its current rule (leader {_pid(rule.leader_id)})")
+            if standby not in map(_pid, rule.cohort_members):
+                return
+            request = mpd.UpdateConsensusRuleRequest(
+                operation=mpd.COHORT_UPDATE_OPERATION_REMOVE, standby_ids=[ident],
+                expected_outgoing_rule=rule.rule_number)
+            try:
+                self._call(primary, CONSENSUS + "UpdateConsensusRule", request, mpd.UpdateConsensusRuleResponse)
+                return
+            except DataPlaneError as exc:
+                if exc.reason is not RefusalReason.RULE_CONFLICT:
+                    raise
+                last = exc
+                time.sleep(0.05 * 2**attempt)
+        raise last or DataPlaneError(RefusalReason.RULE_CONFLICT, "no attempt made")
+
+    # --- the standby itself ----------------------------------------------------------------------------
+    def standby_state(self, pooler: Pooler) -> StandbyState:
+        response = self.status(pooler, primary=False)
+        repl = response.status.replication_status
+        signal = response.availability_status.cohort_eligibility_status.signal
+        return StandbyState(
+            eligibility=_ELIGIBILITY.get(signal, Eligibility.UNKNOWN),
+            replicating=bool(repl.primary_conn_info.host) and not repl.is_wal_replay_paused,
+            is_leader=is_leader(response.consensus_status),
+        )
+
+    def make_ineligible(self, pooler: Pooler) -> None:
+        """StopReplication(RECEIVER_ONLY): the pooler clears primary_conninfo and reports INELIGIBLE, so
+        multiorch removes it from the cohort and never re-adds it; not persisted (a restart undoes it)."""
+        if self.standby_state(pooler).eligibility is Eligibility.INELIGIBLE:
+            return
+        request = mpd.StopReplicationRequest(mode=mpd.REPLICATION_PAUSE_MODE_RECEIVER_ONLY, wait=True)
+        self._call(pooler, MANAGER + "StopReplication", request, mpd.StopReplicationResponse, primary=False)
+
+    def make_eligible(self, pooler: Pooler) -> None:
+        """StartReplication clears the manual stop; multiorch then reconnects it and adds it back."""
+        self._call(pooler, MANAGER + "StartReplication", mpd.StartReplicationRequest(), mpd.StartReplicationResponse,
+                   primary=False)
+
+    # --- backups (messages unchanged since era A) -------------------------------------------------------
+    def get_backups(self, primary: Pooler, limit: int) -> list[Backup]:
+        response = self._call(primary, MANAGER + "GetBackups", backup_pb.GetBackupsRequest(limit=limit),
+                              backup_pb.GetBackupsResponse)
+        return [Backup(b.backup_id, b.status == backup_pb.BackupMetadata.COMPLETE, b.type) for b in response.backups]
+
+    def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False) -> str:
+        request = backup_pb.BackupRequest(type=backup_type, job_id=job_id, force_primary=force_primary)
+        return self._call(pooler, MANAGER + "Backup", request, backup_pb.BackupResponse).backup_id

@@ -1,0 +1,27 @@
+"""A real Multigres v0.1.0 shard (local provisioner, one primary and two sync standbys) per module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from multigres_pools.dataplane.v0_1 import V0_1
+from multigres_pools.playground import toolchain as toolchain_module
+from multigres_pools.playground.provisioned import ProvisionedShard
+
+
+@pytest.fixture(scope="module")
+def shard() -> Iterator[ProvisionedShard]:
+    # Cheap when installed; on a fresh machine this builds (3-5 minutes) under the cache's file lock.
+    tc = toolchain_module.ensure(progress=lambda line: print(line, flush=True))
+    with ProvisionedShard(tc) as mg:
+        yield mg
+
+
+@pytest.fixture(scope="module")
+def dp() -> Iterator[V0_1]:
+    # The records say `localhost`; IPv4 avoids a detour through ::1 (etcd listens on IPv4 only).
+    plane = V0_1(rpc_timeout=5, dial_host=lambda host: "127.0.0.1" if host == "localhost" else host)
+    yield plane
+    plane.close()

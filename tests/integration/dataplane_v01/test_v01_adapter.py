@@ -1,0 +1,302 @@
+"""The v0.1.0 adapter against real Multigres v0.1.0 with a live multiorch (500 ms intervals).
+
+These are also the experiments behind the drain design in docs/agent.md ("Draining on Multigres
+v0.1.0"): what multiorch does when a standby is removed while ELIGIBLE, made INELIGIBLE, killed or
+stopped gracefully. Durations are printed (run with -s to see them); assertions only poll.
+
+Tests share one shard and run in file order; each starts from a healthy shard (`healthy`), which
+restarts missing poolers and undoes INELIGIBLE, and the last one leaves poolers stopped on purpose.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from multigres_pools.dataplane.base import (
+    DataPlaneError,
+    Eligibility,
+    Pooler,
+    RefusalReason,
+    VersionMismatch,
+)
+from multigres_pools.dataplane.era_a import EraA
+from multigres_pools.dataplane.etcd import Etcd
+from multigres_pools.dataplane.v0_1 import CONSENSUS, V0_1
+from multigres_pools.playground.provisioned import CELLS, ProvisionedShard
+from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
+from multigres_pools.proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
+from tests.helpers.polling import eventually
+
+pytestmark = pytest.mark.multigres
+
+
+def note(what: str, seconds: float) -> None:
+    print(f"[measured] {what}: {seconds:.2f} s", flush=True)
+
+
+def leader(dp: V0_1, shard: ProvisionedShard) -> Pooler:
+    return eventually(lambda: dp.leader(dp.list_poolers(shard.topology())), timeout=120, what="a confirmed leader")
+
+
+def replicas(dp: V0_1, shard: ProvisionedShard, primary: Pooler) -> list[Pooler]:
+    return sorted((p for p in dp.list_poolers(shard.topology()) if p.id != primary.id), key=lambda p: p.id.cell)
+
+
+def listed(dp: V0_1, primary: Pooler, pooler: Pooler) -> bool:
+    return dp.sync_replication(primary).lists(pooler.id)
+
+
+def stays(check, seconds: float, what: str, interval: float = 0.3) -> None:
+    """`check` holds on every poll for `seconds` (a property over time, not a timing assertion)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        assert check(), what
+        time.sleep(interval)
+
+
+def timed(check, timeout: float, what: str) -> float:
+    start = time.monotonic()
+    eventually(check, timeout=timeout, what=what, interval=0.05)
+    return time.monotonic() - start
+
+
+@pytest.fixture
+def healthy(shard: ProvisionedShard, dp: V0_1) -> Pooler:
+    """Every pooler runs and is ELIGIBLE, and the cohort has all three (stable over 3 s); the leader."""
+    if any(shard.pooler_pid(cell) is None for cell in CELLS):
+        shard.restart_missing()
+    primary = leader(dp, shard)
+    for rep in replicas(dp, shard, primary):
+        state = eventually(lambda r=rep: _state(dp, r), timeout=120, what=f"{rep.id} answering Status")
+        if state.eligibility is Eligibility.INELIGIBLE:
+            dp.make_eligible(rep)
+
+    def full() -> bool:
+        try:
+            return len(dp.sync_replication(leader(dp, shard)).cohort) == len(CELLS)
+        except DataPlaneError:
+            return False
+
+    # A restarted pooler can flap in and out for a while (stale health in one multiorch): wait it out.
+    eventually(lambda: full() and (time.sleep(3) or full()), timeout=240, what="a stable cohort of three")
+    return leader(dp, shard)
+
+
+def _state(dp: V0_1, pooler: Pooler):
+    try:
+        return dp.standby_state(pooler)
+    except DataPlaneError:
+        return None
+
+
+def test_records_primary_and_cohort_decode(shard: ProvisionedShard, dp: V0_1, healthy: Pooler) -> None:
+    poolers = dp.list_poolers(shard.topology())
+    assert sorted(p.id.cell for p in poolers) == list(CELLS)
+    assert {p.id.name for p in poolers} == {shard.service_id(c) for c in CELLS}
+    assert all((p.database, p.tablegroup, p.shard) == ("postgres", "default", "0-inf") for p in poolers)
+    assert all(isinstance(p.native, cm.MultiPooler) and p.grpc_port for p in poolers)
+    primary = dp.leader(poolers)
+    assert primary == healthy and primary.role.value == "PRIMARY"
+    sync = dp.sync_replication(primary)
+    others = {p.id for p in poolers} - {primary.id}
+    assert sync.leader == primary.id and set(sync.cohort) == {p.id for p in poolers}
+    assert set(sync.standbys) == others  # the GUC quotes the primary too; the adapter drops it
+    assert set(sync.connected) == others and sync.ready
+    assert (sync.durability.required, sync.durability.multi_cell) == (2, False)
+    assert all(sync.durable_without(o) for o in others)
+    for rep in replicas(dp, shard, primary):
+        state = dp.standby_state(rep)
+        assert (state.eligibility, state.replicating, state.is_leader) == (Eligibility.ELIGIBLE, True, False)
+    # A replica is not the leader even if someone trusted a stale record.
+    with pytest.raises(DataPlaneError) as err:
+        dp.sync_replication(replicas(dp, shard, primary)[0])
+    assert err.value.reason is RefusalReason.PRIMARY_IN_RECOVERY
+
+
+def test_remove_of_an_eligible_standby_is_undone_by_multiorch(shard: ProvisionedShard, dp: V0_1,
+                                                              healthy: Pooler) -> None:
+    """The race the drain must not rely on: REMOVE works, and multiorch adds it straight back."""
+    primary, victim = healthy, replicas(dp, shard, healthy)[-1]
+    before = dp.consensus(primary).consensus_status.current_position.rule.rule_number.leader_subterm
+    dp.remove_standby(primary, victim.id)
+    removed_at = time.monotonic()
+
+    def readded() -> bool:
+        rule = dp.consensus(primary).consensus_status.current_position.rule
+        return rule.rule_number.leader_subterm >= before + 2 and listed(dp, primary, victim)
+
+    eventually(readded, timeout=60, what=f"multiorch re-adding {victim.id}", interval=0.05)
+    note("REMOVE of an ELIGIBLE standby -> re-added by multiorch", time.monotonic() - removed_at)
+
+
+def test_ineligible_standby_leaves_stays_out_and_comes_back_on_start(shard: ProvisionedShard, dp: V0_1,
+                                                                     healthy: Pooler) -> None:
+    """The drain's step: StopReplication (INELIGIBLE) then our own CAS REMOVE; the undo: StartReplication."""
+    primary, (other, victim) = healthy, replicas(dp, shard, healthy)
+    started = time.monotonic()
+    dp.make_ineligible(victim)
+    dp.make_ineligible(victim)  # idempotent
+    dp.remove_standby(primary, victim.id)
+    eventually(lambda: not listed(dp, primary, victim), timeout=30, what=f"{victim.id} out of the cohort",
+               interval=0.05)
+    note("StopReplication + CAS REMOVE -> out of the cohort", time.monotonic() - started)
+    state = dp.standby_state(victim)
+    assert (state.eligibility, state.replicating) == (Eligibility.INELIGIBLE, False)
+    stays(lambda: not listed(dp, primary, victim), 15, f"{victim.id} was added back while INELIGIBLE")
+    assert dp.leader(dp.list_poolers(shard.topology())) == primary  # no failover, no churn on the primary
+
+    # With one standby out, the other one is all the AT_LEAST_2 policy has left.
+    sync = dp.sync_replication(primary)
+    assert not sync.durable_without(other.id)
+    with pytest.raises(DataPlaneError) as err:
+        dp.remove_standby(primary, other.id)
+    assert err.value.reason is RefusalReason.DURABILITY_POLICY
+    assert listed(dp, primary, other)
+
+    dp.make_eligible(victim)
+    note("StartReplication -> back in the cohort", timed(lambda: listed(dp, primary, victim), 60,
+                                                          f"{victim.id} back in the cohort"))
+
+
+def test_stop_replication_alone_makes_multiorch_remove_it(shard: ProvisionedShard, dp: V0_1,
+                                                          healthy: Pooler) -> None:
+    """Without our REMOVE, multiorch removes an INELIGIBLE member itself, but only after its
+    FixReplication attempt (SetTermPrimary, 5 s of verification, pg_rewind) has run its course."""
+    primary, victim = healthy, replicas(dp, shard, healthy)[-1]
+    dp.make_ineligible(victim)
+    note("StopReplication alone -> multiorch removes it", timed(
+        lambda: not listed(dp, primary, victim), 120, f"multiorch removing INELIGIBLE {victim.id}"))
+    stays(lambda: not listed(dp, primary, victim), 10, f"{victim.id} was added back while INELIGIBLE")
+    dp.make_eligible(victim)
+
+
+def test_dead_pooler_needs_our_cas_remove_which_sticks_despite_a_conflict(shard: ProvisionedShard, dp: V0_1,
+                                                                          healthy: Pooler) -> None:
+    """SIGKILL leaves postgres streaming and the member in the cohort; multiorch never removes it.
+    Our REMOVE is sent with a CAS token made stale by a concurrent rule change, so the first attempt
+    meets the server's "rule conflict" and the adapter must re-read and retry."""
+    primary, (other, victim) = healthy, replicas(dp, shard, healthy)
+    shard.signal_pooler(victim.id.cell, signal.SIGKILL)
+    shard.wait_pooler_gone(victim.id.cell)
+    with pytest.raises(DataPlaneError) as err:
+        dp.standby_state(victim)
+    assert err.value.reason is RefusalReason.POOLER_UNREACHABLE
+    stays(lambda: listed(dp, primary, victim), 5, "multiorch removed a dead pooler by itself")
+
+    conflicts = ConflictingPlane(dp, shard, other)
+    conflicts.remove_standby(primary, victim.id)
+    assert conflicts.reads >= 2, "the CAS token was never stale: the retry path was not exercised"
+    assert not listed(dp, primary, victim)
+    stays(lambda: not listed(dp, primary, victim), 10, f"dead {victim.id} was added back")
+    conflicts.close()
+
+
+class ConflictingPlane(V0_1):
+    """Changes the rule (REMOVE + ADD of a healthy standby) right after the first CAS read, so the
+    REMOVE that follows carries a stale token; a real concurrent writer, not a fake answer."""
+
+    def __init__(self, dp: V0_1, shard: ProvisionedShard, bystander: Pooler) -> None:
+        super().__init__(rpc_timeout=5, dial_host=dp._dial_host)
+        self.bystander, self.reads = bystander, 0
+
+    def consensus(self, pooler: Pooler):
+        response = super().consensus(pooler)
+        self.reads += 1
+        if self.reads == 1:
+            ident = cm.ID(component=cm.ID.MULTIPOOLER, cell=self.bystander.id.cell, name=self.bystander.id.name)
+            for op in (mpd.COHORT_UPDATE_OPERATION_REMOVE, mpd.COHORT_UPDATE_OPERATION_ADD):
+                rule = super().consensus(pooler).consensus_status.current_position.rule
+                request = mpd.UpdateConsensusRuleRequest(operation=op, standby_ids=[ident],
+                                                         expected_outgoing_rule=rule.rule_number)
+                try:
+                    self._call(pooler, CONSENSUS + "UpdateConsensusRule", request, mpd.UpdateConsensusRuleResponse)
+                except DataPlaneError as exc:  # multiorch may have re-added it first: that is a change too
+                    assert exc.reason is RefusalReason.RULE_CONFLICT, exc
+        return response
+
+
+def test_stale_token_is_a_rule_conflict_and_two_concurrent_removals_both_succeed(
+        shard: ProvisionedShard, dp: V0_1, healthy: Pooler) -> None:
+    primary = healthy
+    rule = dp.consensus(primary).consensus_status.current_position.rule
+    stale = cm.RuleNumber(coordinator_term=rule.rule_number.coordinator_term,
+                          leader_subterm=rule.rule_number.leader_subterm - 1)
+    victim = replicas(dp, shard, primary)[-1]
+    request = mpd.UpdateConsensusRuleRequest(
+        operation=mpd.COHORT_UPDATE_OPERATION_REMOVE,
+        standby_ids=[cm.ID(component=cm.ID.MULTIPOOLER, cell=victim.id.cell, name=victim.id.name)],
+        expected_outgoing_rule=stale)
+    with pytest.raises(DataPlaneError) as err:
+        dp._call(primary, CONSENSUS + "UpdateConsensusRule", request, mpd.UpdateConsensusRuleResponse)
+    assert err.value.reason is RefusalReason.RULE_CONFLICT and "rule conflict" in err.value.message
+    with pytest.raises(DataPlaneError) as err:
+        dp._call(primary, CONSENSUS + "UpdateConsensusRule", mpd.UpdateConsensusRuleRequest(
+            operation=mpd.COHORT_UPDATE_OPERATION_REMOVE, standby_ids=request.standby_ids),
+            mpd.UpdateConsensusRuleResponse)
+    assert err.value.reason is RefusalReason.INVALID_REQUEST  # no CAS token at all
+
+    # Two agents removing the same INELIGIBLE standby at once: one wins, the other re-reads and is done.
+    dp.make_ineligible(victim)
+    errors: list[Exception] = []
+
+    def remove() -> None:
+        try:
+            dp.remove_standby(primary, victim.id)
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=remove) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == [] and not listed(dp, primary, victim)
+    dp.make_eligible(victim)
+
+
+def test_era_a_adapter_against_v01_reports_version_mismatch(shard: ProvisionedShard, dp: V0_1,
+                                                            healthy: Pooler) -> None:
+    era_a = EraA(rpc_timeout=5, dial_host=dp._dial_host)
+    try:
+        with pytest.raises(VersionMismatch) as listing:
+            era_a.list_poolers(shard.topology())
+        assert "v0.1.0 record" in listing.value.message
+        for call in (lambda: era_a.sync_replication(healthy),
+                     lambda: era_a.remove_standby(healthy, replicas(dp, shard, healthy)[0].id)):
+            with pytest.raises(DataPlaneError) as err:
+                call()
+            assert err.value.reason is RefusalReason.VERSION_MISMATCH and "UNIMPLEMENTED" in err.value.message
+        # Read-only and unchanged RPCs still work across the versions: backups.
+        assert isinstance(dp.get_backups(healthy, 0), list)
+    finally:
+        era_a.close()
+
+
+def test_graceful_stop_rewrites_the_record_unless_it_was_deleted_first(shard: ProvisionedShard, dp: V0_1,
+                                                                        healthy: Pooler) -> None:
+    """Last on purpose: it leaves two poolers stopped (a restart after a graceful stop makes one
+    multiorch flap the pooler in and out for about a minute on stale INELIGIBLE health)."""
+    primary, (kept, deleted) = healthy, replicas(dp, shard, healthy)
+    etcd = Etcd(shard.etcd_endpoint)
+
+    started = time.monotonic()
+    shard.signal_pooler(kept.id.cell, signal.SIGTERM)
+    note("SIGTERM of a replica -> out of the cohort", timed(lambda: not listed(dp, primary, kept), 60,
+                                                             f"{kept.id} out after SIGTERM"))
+    shard.wait_pooler_gone(kept.id.cell)
+    note("SIGTERM of a replica -> process gone", time.monotonic() - started)
+    rec = next(p for p in dp.list_poolers(shard.topology()) if p.id == kept.id)
+    assert rec.stopped and rec.role is None
+    assert (rec.native.type, rec.native.serving_status) == (cm.DRAINED, cm.NOT_SERVING)
+
+    # The other one: its key goes first (what the drain's `acknowledged` step does), then SIGTERM.
+    # It stays in the cohort (AT_LEAST_2 cannot lose it) but its record must not come back.
+    assert etcd.delete(deleted.key)
+    shard.signal_pooler(deleted.id.cell, signal.SIGTERM)
+    shard.wait_pooler_gone(deleted.id.cell)
+    stays(lambda: etcd.get(deleted.key) is None, 5, f"{deleted.key} was recreated by the stopping pooler")
+    assert {p.id for p in dp.list_poolers(shard.topology())} == {primary.id, kept.id}

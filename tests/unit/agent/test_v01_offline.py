@@ -1,0 +1,115 @@
+"""The v0.1.0 adapter where no Multigres v0.1.0 is needed: its records in a private etcd, its
+refusal to act on era-A records and an era-A pooler, the durability arithmetic, the selector.
+(Against real v0.1.0: tests/integration/dataplane_v01.)"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+
+from multigres_pools import dataplane
+from multigres_pools.dataplane.base import (
+    DataPlaneError,
+    Durability,
+    PoolerId,
+    RefusalReason,
+    ShardTopology,
+    SyncReplication,
+    VersionMismatch,
+)
+from multigres_pools.dataplane.era_a import EraA
+from multigres_pools.dataplane.etcd import Etcd
+from multigres_pools.dataplane.v0_1 import V0_1
+from multigres_pools.playground.era_a_double import MultipoolerPeer
+from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
+
+
+def _topo(endpoint: str, root: str) -> ShardTopology:
+    return ShardTopology((endpoint,), root, "postgres", "default", "0-inf", ("zone1",))
+
+
+def _record(name: str, type_: int, serving: int = cm.SERVING, shard: str = "0-inf") -> bytes:
+    return cm.MultiPooler(
+        id=cm.ID(component=cm.ID.MULTIPOOLER, cell="zone1", name=name),
+        shard_key=cm.ShardKey(database="postgres", table_group="default", shard=shard),
+        type=type_, serving_status=serving, hostname=f"{name}.hl.ns.svc", port_map={"grpc": 15270},
+    ).SerializeToString()
+
+
+@pytest.fixture
+def v01():
+    plane = V0_1(rpc_timeout=3, dial_host=lambda host: "127.0.0.1")
+    yield plane
+    plane.close()
+
+
+def test_v01_records_decode_and_a_graceful_stop_has_no_role(private_etcd, root, v01) -> None:
+    etcd = Etcd(private_etcd.endpoint)
+    for name, type_, serving in (("p-1", cm.PRIMARY, cm.SERVING), ("p-2", cm.REPLICA, cm.SERVING),
+                                 ("p-3", cm.DRAINED, cm.NOT_SERVING), ("p-4", cm.DRAINED, cm.SERVING)):
+        etcd.put(naming.pooler_key(root, "zone1", name), _record(name, type_, serving))
+    etcd.put(naming.pooler_key(root, "zone1", "p-x"), _record("p-x", cm.REPLICA, shard="other"))
+    got = {p.id.name: p for p in v01.list_poolers(_topo(private_etcd.endpoint, root))}
+    assert sorted(got) == ["p-1", "p-2", "p-3", "p-4"]
+    assert [got[n].role for n in ("p-1", "p-2", "p-3")] == [keys.Role.PRIMARY, keys.Role.REPLICA, None]
+    assert got["p-3"].stopped and not got["p-4"].stopped
+    assert got["p-4"].role is keys.Role.DRAINED  # multiorch's DRAINED (pg_rewind infeasible) keeps serving
+    assert got["p-1"].grpc_port == 15270 and got["p-1"].matches_pod("p-1")
+
+
+def test_each_adapter_refuses_the_other_versions_records(private_etcd, root, v01) -> None:
+    topo = _topo(private_etcd.endpoint, root)
+    with MultipoolerPeer(service_id="p-0000aaaa", hostname="pod-0.hl.ns.svc", role="PRIMARY") as peer:
+        peer.register(private_etcd.endpoint, root)
+        with pytest.raises(VersionMismatch) as err:
+            v01.list_poolers(topo)
+        assert "era-A" in err.value.message and err.value.reason is RefusalReason.VERSION_MISMATCH
+        # Status answers on the same path in both versions; the era-A schema shows in field 7.
+        rec = EraA(dial_host=lambda host: "127.0.0.1").list_poolers(topo)[0]
+        with pytest.raises(VersionMismatch):
+            v01.status(rec)
+        with pytest.raises(DataPlaneError) as err:
+            v01.remove_standby(rec, PoolerId("zone1", "p-1"))
+        assert err.value.reason is RefusalReason.VERSION_MISMATCH
+    etcd = Etcd(private_etcd.endpoint)
+    etcd.delete(naming.pooler_key(root, "zone1", "p-0000aaaa"))
+    etcd.put(naming.pooler_key(root, "zone1", "p-1"), _record("p-1", cm.PRIMARY))
+    with pytest.raises(VersionMismatch) as err:
+        EraA().list_poolers(topo)
+    assert "v0.1.0 record" in err.value.message
+    # Another shard's records in the same cell root are none of our business, in either schema.
+    assert v01.list_poolers(ShardTopology(topo.global_addresses, root, "postgres", "default", "x", ("zone1",))) == []
+
+
+A, B, C, P = (PoolerId(c, n) for c, n in (("zone1", "a"), ("zone2", "b"), ("zone2", "c"), ("zone1", "p")))
+
+
+@pytest.mark.parametrize(("policy", "connected", "leaving", "ok"), [
+    (Durability(2), (A, B), A, True),            # P + B left
+    (Durability(2), (A,), A, False),              # B is not streaming: only P would be left
+    (Durability(3), (A, B, C), C, True),
+    (Durability(3), (A, B, C), A, True),
+    (Durability(4), (A, B, C), A, False),
+    (Durability(2, multi_cell=True), (A, B, C), B, True),   # zone1 (P) + zone2 (C)
+    (Durability(2, multi_cell=True), (A, B), B, False),    # only zone1 left (P, A)
+    (None, (), A, True),                          # era A: the server decides
+])
+def test_durable_without_counts_the_leader_and_streaming_standbys(policy, connected, leaving, ok) -> None:
+    sync = SyncReplication(True, (A, B, C), connected, cohort=(A, B, C, P), leader=P, durability=policy)
+    assert sync.durable_without(leaving) is ok
+    assert sync.lists(A) and not sync.lists(PoolerId("zone9", "z"))
+
+
+def test_for_version_picks_the_adapter() -> None:
+    assert isinstance(dataplane.for_version(keys.MultigresVersion.V0_1_0), V0_1)
+    assert isinstance(dataplane.for_version("d782aa06"), EraA)
+    assert isinstance(dataplane.for_version(), V0_1) and keys.DEFAULT_MULTIGRES_VERSION == "v0.1.0"
+    assert isinstance(dataplane.make("a"), EraA) and isinstance(dataplane.make("v0.1"), V0_1)
+    expected = "spec.multigres.version 'v9' is not supported; known: v0.1.0, d782aa06"
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        dataplane.for_version("v9")
+    assert not EraA.supports_eligibility and V0_1.supports_eligibility
+    with pytest.raises(NotImplementedError):
+        EraA().make_ineligible(None)
