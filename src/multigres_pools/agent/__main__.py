@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
@@ -130,7 +131,10 @@ class Runtime:
             self.agent.ctx.close()
 
 
-def build(argv: list[str] | None = None, **overrides: object) -> Runtime:
+def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None = None,
+          **overrides: object) -> Runtime:
+    """The agent from its arguments; `dial_host` maps a pooler's registered hostname to the address to
+    dial (default: the hostname itself, which cluster DNS resolves)."""
     args = parser().parse_args(argv)
     api = api_client(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
@@ -142,7 +146,7 @@ def build(argv: list[str] | None = None, **overrides: object) -> Runtime:
     version = default_version(args)
 
     def plane_factory(declared: keys.MultigresVersion) -> dataplane.DataPlane:
-        return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout)
+        return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout, dial_host=dial_host)
 
     dp = overrides.pop("dataplane", None) or plane_factory(version)
     ctx = Context(kube=Kube(api), dataplane=dp, config=config, metrics=Metrics(),  # type: ignore[arg-type]

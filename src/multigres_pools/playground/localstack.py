@@ -457,14 +457,12 @@ class LocalStack:
 
 
 def _agent_main(argv: list[str]) -> int:
-    from multigres_pools import dataplane, logs
+    from multigres_pools import logs
     from multigres_pools.agent import __main__ as agent_main
 
     args = agent_main.parser().parse_args(argv)
     logs.setup(args.log_level)
-    plane = dataplane.for_version(agent_main.default_version(args), rpc_timeout=args.rpc_timeout,
-                                  dial_host=lambda _hostname: "127.0.0.1")
-    agent_main.build(argv, dataplane=plane).run()
+    agent_main.build(argv, dial_host=lambda _hostname: "127.0.0.1").run()
     return 0
 
 

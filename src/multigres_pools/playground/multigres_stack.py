@@ -1,0 +1,281 @@
+"""A whole multigres.pools installation on real Multigres v0.1.0 and PostgreSQL 17, on this machine.
+
+What runs for real: etcd, kube-apiserver and kube-controller-manager (with the deployment and
+replicaset controllers), the operator and the agent (as child processes, as in their containers),
+the topology etcd, and every container of every pod: pgctld, PostgreSQL 17, pgBackRest, multipooler,
+multiorch and multigateway, run by the process kubelet in their own network namespaces. Nothing of
+Multigres is simulated.
+
+    stack = MultigresStack(workdir).start()
+    stack.apply_shard(stack.sample_shard(replicas=3))
+    stack.wait_serving("play", replicas=3)       # one primary, two synchronous standbys, from SQL
+    ...
+    stack.stop()
+
+`multigres-pools localstack up` runs it until `localstack down` or Ctrl-C (docs/playground.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import copy
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import yaml
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout, model
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
+
+from ..kubeclient import api_client
+from ..paths import collection_root
+from . import toolchain as toolchain_module
+from .cluster import Cluster, Etcd
+from .localstack import Process, ensure_namespace, free_port, install_crd, wait_for
+from .process_kubelet import ImageSpec, ProcessKubelet
+
+Manifest = dict[str, Any]
+SAMPLE = collection_root() / "examples" / "playground-shard.yaml"
+FIELD_MANAGER = "multigres-pools-playground"
+Progress = Callable[[str], None]
+
+
+def images(tool: toolchain_module.Toolchain) -> dict[str, ImageSpec]:
+    """The v0.1.0 release images, served from the toolchain's binaries (nothing is pulled here)."""
+    dirs = [str(tool.multigres_bin), str(tool.postgres_bin), str(tool.pgbackrest.parent)]
+    env = {k: v for k, v in tool.env().items() if k in ("PATH", "LANG", "LC_ALL", "LOCPATH")}
+    release = model.RELEASE_IMAGES[keys.MultigresVersion.V0_1_0]
+    return {ref: ImageSpec(path_dirs=dirs, env=env) for ref in (release.multigres, release.pgctld)}
+
+
+@dataclass
+class Member:
+    """One pool pod as PostgreSQL sees itself."""
+
+    pod: str
+    ip: str
+    primary: bool
+    synchronous_standby_names: str
+    replicas: tuple[tuple[str, str], ...]  # (application_name, sync_state) from pg_stat_replication
+
+
+@dataclass
+class MultigresStack:
+    workdir: Path
+    namespace: str = "play"
+    progress: Progress = print
+    cluster: Cluster | None = None
+    kubelet: ProcessKubelet | None = None
+    topo: Etcd | None = None
+    operator: Process | None = None
+    agent: Process | None = None
+    operator_port: int = field(default_factory=free_port)
+    agent_port: int = field(default_factory=free_port)
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> MultigresStack:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        tool = self._step("the Multigres v0.1.0 toolchain", lambda: toolchain_module.ensure(self.progress))
+        self.cluster = self._step("etcd, kube-apiserver, kube-controller-manager",
+                                  lambda: Cluster(self.workdir / "cluster", workload_controllers=True).start())
+        self.kubelet = self._step("the process kubelet", lambda: ProcessKubelet(
+            api_client(self.cluster.kubeconfig), images(tool), tool.user,  # type: ignore[union-attr]
+            workdir=self.workdir / "kubelet").start())
+        self.topo = self._step("the topology etcd", self._start_topo)
+        kube = self.kube()
+        try:
+            install_crd(kube)
+            ensure_namespace(kube, self.namespace)
+        finally:
+            kube.close()
+        self.operator = Process("operator", [
+            sys.executable, "-m", "multigres_pools.operator", "--namespace", self.namespace,
+            "--kubeconfig", str(self.kubeconfig), "--health-addr", f"127.0.0.1:{self.operator_port}",
+            "--lease-namespace", self.namespace, "--identity", "playground-operator", "--log-format", "text",
+            "--artifacts-dir", str(self.workdir / "runner"), "--coalesce", "0.05",
+        ], self.workdir / "operator.log").start()
+        self.agent = Process("agent", [
+            sys.executable, "-m", "multigres_pools.playground.multigres_stack", "agent",
+            "--kubeconfig", str(self.kubeconfig), "--namespace", self.namespace,
+            "--http", f"127.0.0.1:{self.agent_port}", "--standalone", "--poll-interval", "1",
+            "--lease-namespace", self.namespace, "--stall-after", "120",
+        ], self.workdir / "agent.log").start()
+
+    def _start_topo(self) -> Etcd:
+        assert self.cluster is not None and self.kubelet is not None
+        etcd = Etcd(self.cluster.paths["etcd"], self.workdir / "topo", self.workdir / "topo.log")
+        etcd.host = self.kubelet.host_ip  # reachable from the pods' network namespaces and from here
+        etcd.start()
+        etcd.wait_ready()
+        return etcd
+
+    def _step(self, what: str, run: Callable[[], Any]) -> Any:
+        started = time.monotonic()
+        self.progress(f"starting {what} ...")
+        value = run()
+        self.progress(f"started {what} in {time.monotonic() - started:.1f}s")
+        return value
+
+    def stop(self) -> None:
+        """Everything it started goes, in reverse order; safe to call twice or after a failed start."""
+        for proc in (self.operator, self.agent):
+            if proc is not None:
+                proc.stop(grace=10)
+        if self.kubelet is not None:
+            self.kubelet.stop()
+        if self.topo is not None and self.topo.process is not None:
+            self.topo.process.kill()
+            self.topo.process.wait(10)
+        if self.cluster is not None:
+            self.cluster.stop()
+        self.operator = self.agent = self.kubelet = self.topo = self.cluster = None
+
+    # --- addresses ---------------------------------------------------------------------------------
+    @property
+    def kubeconfig(self) -> Path:
+        assert self.cluster is not None, "the stack is not started"
+        return self.cluster.kubeconfig
+
+    @property
+    def topo_address(self) -> str:
+        assert self.topo is not None and self.kubelet is not None, "the stack is not started"
+        return f"{self.kubelet.host_ip}:{self.topo.port}"
+
+    def kube(self) -> KubeClient:
+        return connect(str(self.kubeconfig))
+
+    # --- the shard -----------------------------------------------------------------------------------
+    def sample_shard(self, replicas: int = 3, name: str = "play", path: Path = SAMPLE) -> Manifest:
+        doc = copy.deepcopy(yaml.safe_load(path.read_text()))
+        doc["metadata"] = {"name": name, "namespace": self.namespace}
+        doc["spec"]["globalTopoServer"]["address"] = self.topo_address
+        for pool in doc["spec"]["pools"].values():
+            pool["replicasPerCell"] = replicas
+        return doc
+
+    def apply_shard(self, doc: Manifest) -> Manifest:
+        kube = self.kube()
+        try:
+            return kube.apply(doc, FIELD_MANAGER, force=True)
+        finally:
+            kube.close()
+
+    def pods(self, component: str = keys.COMPONENT_POOL) -> list[Manifest]:
+        kube = self.kube()
+        try:
+            found = kube.list("v1", "Pod", self.namespace, f"{keys.LABEL_APP_COMPONENT}={component}")
+        finally:
+            kube.close()
+        return sorted(found, key=facts.name)
+
+    def password(self, shard: str = "play") -> str:
+        kube = self.kube()
+        try:
+            cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, self.namespace, shard)
+            if cr is None:
+                raise LookupError(f"no MultigresShard {self.namespace}/{shard}")
+            ref = model.load_spec(cr["spec"], root="spec").password_secret()
+            secret = kube.get("v1", "Secret", self.namespace, ref.name)
+        finally:
+            kube.close()
+        if secret is None or ref.key not in (secret.get("data") or {}):
+            raise LookupError(f"the password Secret {ref.name} has no key {ref.key!r} yet")
+        return base64.b64decode(secret["data"][ref.key]).decode()
+
+    def dsn(self, host: str, shard: str = "play", port: int = layout.POSTGRES) -> str:
+        return f"host={host} port={port} user=postgres dbname=postgres password={self.password(shard)}"
+
+    def url(self, host: str, shard: str = "play", port: int = layout.POSTGRES) -> str:
+        return f"postgresql://postgres:{self.password(shard)}@{host}:{port}/postgres"
+
+    # --- what PostgreSQL says ------------------------------------------------------------------------
+    def members(self, shard: str = "play") -> list[Member]:
+        """Every running pool pod as its own PostgreSQL reports itself (unreachable pods left out)."""
+        out = []
+        for pod in self.pods():
+            ip = (pod.get("status") or {}).get("podIP")
+            if not ip or facts.meta(pod).get("deletionTimestamp"):
+                continue
+            with contextlib.suppress(psycopg.Error, LookupError):
+                with psycopg.connect(self.dsn(ip, shard), connect_timeout=2, autocommit=True) as conn:
+                    recovery, names = conn.execute(
+                        "SELECT pg_is_in_recovery(), current_setting('synchronous_standby_names')").fetchone()
+                    replicas = tuple(conn.execute(
+                        "SELECT application_name, sync_state FROM pg_stat_replication ORDER BY 1").fetchall())
+                out.append(Member(facts.name(pod), ip, not recovery, names, replicas))
+        return out
+
+    def primary(self, shard: str = "play") -> Member | None:
+        primaries = [m for m in self.members(shard) if m.primary]
+        return primaries[0] if len(primaries) == 1 else None
+
+    def primary_ip(self, shard: str = "play") -> str | None:
+        """The pod labelled PRIMARY by the agent, else the one whose PostgreSQL is not in recovery."""
+        for pod in self.pods():
+            if facts.labels(pod).get(keys.LABEL_ROLE) == keys.Role.PRIMARY and not facts.meta(pod).get(
+                    "deletionTimestamp"):
+                ip = (pod.get("status") or {}).get("podIP")
+                if ip:
+                    return str(ip)
+        found = self.primary(shard)
+        return found.ip if found else None
+
+    def wait_serving(self, shard: str = "play", replicas: int = 3, timeout: float = 300) -> Member:
+        """Until one primary streams to every other ready pod synchronously (quorum or sync)."""
+        def serving() -> Member | None:
+            ready = [p for p in self.pods() if _ready(p)]
+            primary = self.primary(shard)
+            if len(ready) != replicas or primary is None:
+                return None
+            synchronous = [name for name, state in primary.replicas if state in ("sync", "quorum")]
+            return primary if len(synchronous) == replicas - 1 else None
+
+        return wait_for(serving, timeout, f"{replicas} pods serving with {replicas - 1} synchronous standbys",
+                        interval=1)
+
+
+def _ready(pod: Manifest) -> bool:
+    return not facts.meta(pod).get("deletionTimestamp") and facts.condition_true(pod, "Ready")
+
+
+def _agent_main(argv: list[str]) -> int:
+    """The agent as it runs in its Deployment, dialling poolers at the address cluster DNS would give
+    for their registered pod FQDNs (here: the pod's IP, read from the API server)."""
+    from multigres_pools import logs
+    from multigres_pools.agent import __main__ as agent_main
+
+    args = agent_main.parser().parse_args(argv)
+    logs.setup(args.log_level)
+    kube = connect(args.kubeconfig)
+
+    def pod_address(hostname: str) -> str:
+        # <pod>.<headless service>.<namespace>.svc.<domain>, as v0.1.0 poolers register themselves
+        parts = hostname.split(".")
+        if len(parts) >= 3:
+            pod = kube.get("v1", "Pod", parts[2], parts[0])
+            ip = ((pod or {}).get("status") or {}).get("podIP")
+            if ip:
+                return str(ip)
+        return hostname
+
+    agent_main.build(argv, dial_host=pod_address).run()
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["agent"]:
+        sys.exit(_agent_main(sys.argv[2:]))
+    sys.exit("usage: python -m multigres_pools.playground.multigres_stack agent <agent args>")
