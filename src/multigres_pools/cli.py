@@ -4,6 +4,7 @@
     multigres-pools render -d inventory/ --stdout --only crs   what the ArgoCD plugin runs
     multigres-pools install-bundle -o manifests/         CRD, RBAC, Deployments, kustomization.yaml
     multigres-pools agent ... | operator ...             the long-running programs
+    multigres-pools localstack up | down                 a shard on real Multigres v0.1.0 here
 
 Invalid input goes to stderr with a non-zero exit, and nothing is written.
 """
@@ -99,12 +100,22 @@ def cmd_install_bundle(args: argparse.Namespace) -> int:
     return 0
 
 
-DELEGATES = ("agent", "operator")
+# Commands whose options their own program parses; each is imported only when used.
+DELEGATES = {
+    "agent": "multigres_pools.agent.__main__",
+    "operator": "multigres_pools.operator.__main__",
+    "localstack": "multigres_pools.playground.localstack_cli",
+}
+DELEGATE_HELP = {
+    "agent": "run the agent",
+    "operator": "run the operator",
+    "localstack": "a shard on real Multigres v0.1.0 on this machine (up | down)",
+}
 
 
 def _delegate(command: str, argv: list[str]) -> int:
-    """Hand everything after the command to the program's own parser (imported only when used)."""
-    return int(importlib.import_module(f"multigres_pools.{command}.__main__").main(argv) or 0)
+    """Hand everything after the command to the program's own parser."""
+    return int(importlib.import_module(DELEGATES[command]).main(argv) or 0)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -128,7 +139,7 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(run=cmd_install_bundle)
 
     for name in DELEGATES:  # listed for --help; main() dispatches them before parsing
-        sub.add_parser(name, help=f"run the {name} (options: multigres-pools {name} --help)")
+        sub.add_parser(name, help=f"{DELEGATE_HELP[name]} (options: multigres-pools {name} --help)")
     return p
 
 

@@ -157,6 +157,14 @@ class MultigresStack:
     def kube(self) -> KubeClient:
         return connect(str(self.kubeconfig))
 
+    def dial_host(self, hostname: str) -> str:
+        """A pooler's registered hostname as this machine can dial it (see pod_address)."""
+        kube = self.kube()
+        try:
+            return pod_address(kube, hostname)
+        finally:
+            kube.close()
+
     # --- the shard -----------------------------------------------------------------------------------
     def sample_shard(self, replicas: int = 3, name: str = "play", path: Path = SAMPLE) -> Manifest:
         doc = copy.deepcopy(yaml.safe_load(path.read_text()))
@@ -251,6 +259,18 @@ def _ready(pod: Manifest) -> bool:
     return not facts.meta(pod).get("deletionTimestamp") and facts.condition_true(pod, "Ready")
 
 
+def pod_address(kube: KubeClient, hostname: str) -> str:
+    """What cluster DNS answers for a pod FQDN (<pod>.<headless service>.<namespace>.svc.<domain>, as
+    v0.1.0 poolers register themselves): the pod's IP; any other name is returned as it is."""
+    parts = hostname.split(".")
+    if len(parts) >= 3:
+        pod = kube.get("v1", "Pod", parts[2], parts[0])
+        ip = ((pod or {}).get("status") or {}).get("podIP")
+        if ip:
+            return str(ip)
+    return hostname
+
+
 def _agent_main(argv: list[str]) -> int:
     """The agent as it runs in its Deployment, dialling poolers at the address cluster DNS would give
     for their registered pod FQDNs (here: the pod's IP, read from the API server)."""
@@ -260,18 +280,7 @@ def _agent_main(argv: list[str]) -> int:
     args = agent_main.parser().parse_args(argv)
     logs.setup(args.log_level)
     kube = connect(args.kubeconfig)
-
-    def pod_address(hostname: str) -> str:
-        # <pod>.<headless service>.<namespace>.svc.<domain>, as v0.1.0 poolers register themselves
-        parts = hostname.split(".")
-        if len(parts) >= 3:
-            pod = kube.get("v1", "Pod", parts[2], parts[0])
-            ip = ((pod or {}).get("status") or {}).get("podIP")
-            if ip:
-                return str(ip)
-        return hostname
-
-    agent_main.build(argv, dial_host=pod_address).run()
+    agent_main.build(argv, dial_host=lambda hostname: pod_address(kube, hostname)).run()
     return 0
 
 

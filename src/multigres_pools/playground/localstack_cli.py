@@ -1,0 +1,121 @@
+"""`multigres-pools localstack up|down`: a shard on real Multigres v0.1.0 to drive with kubectl and psql.
+
+    multigres-pools localstack up            # prints KUBECONFIG=..., TOPO_ETCD=..., DATABASE_URL=...
+    multigres-pools localstack down          # from another terminal (or Ctrl-C the first)
+
+`up` stays in the foreground until `down`, Ctrl-C or SIGTERM, then stops every process, network
+namespace and port it started and removes its work directory. The printed variables are also
+written to `<workdir>/env` (shell syntax) so another terminal can `source` them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
+
+DEFAULT_WORKDIR = Path("/tmp/multigres-pools-localstack")
+PID_FILE = "localstack.pid"
+ENV_FILE = "env"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="multigres-pools localstack", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="action", required=True)
+    up = sub.add_parser("up", help="start the stack and a sample shard; stay up until down or Ctrl-C")
+    up.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR,
+                    help="where everything lives (default %(default)s)")
+    up.add_argument("--replicas", type=int, default=3, help="replicas of the sample shard (default %(default)s)")
+    up.add_argument("--namespace", default="play", help="namespace of the sample shard (default %(default)s)")
+    up.add_argument("--no-shard", action="store_true", help="start the stack only; apply your own MultigresShard")
+    down = sub.add_parser("down", help="stop a stack started by `up`")
+    down.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="as given to up (default %(default)s)")
+    down.add_argument("--timeout", type=float, default=120, help="seconds to wait for it to stop (default %(default)s)")
+    return p
+
+
+def _running_pid(workdir: Path) -> int | None:
+    try:
+        pid = int((workdir / PID_FILE).read_text())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
+def up(args: argparse.Namespace) -> int:
+    from .multigres_stack import MultigresStack
+
+    if args.replicas < 1:
+        print("multigres-pools localstack: --replicas must be at least 1", file=sys.stderr)
+        return 2
+    if (pid := _running_pid(args.workdir)) is not None:
+        print(f"multigres-pools localstack: already up in {args.workdir} (pid {pid}); "
+              f"run `multigres-pools localstack down --workdir {args.workdir}` first", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    (args.workdir / PID_FILE).write_text(str(os.getpid()))
+    stack = MultigresStack(args.workdir / "stack", namespace=args.namespace, progress=lambda s: print(s, flush=True))
+    try:
+        stack.start()
+        lines = {"KUBECONFIG": str(stack.kubeconfig), "TOPO_ETCD": f"http://{stack.topo_address}",
+                 "TOPO_ROOT": "/multigres/global"}
+        if not args.no_shard:
+            started = time.monotonic()
+            stack.apply_shard(stack.sample_shard(replicas=args.replicas))
+            print(f"applied MultigresShard {args.namespace}/play ({args.replicas} replicas); waiting for it to serve",
+                  flush=True)
+            primary = stack.wait_serving("play", replicas=args.replicas, timeout=600)
+            print(f"serving after {time.monotonic() - started:.0f}s: primary {primary.pod} ({primary.ip}), "
+                  f"synchronous_standby_names = {primary.synchronous_standby_names}", flush=True)
+            gateways = [p for p in stack.pods(keys.COMPONENT_MULTIGATEWAY) if facts.condition_true(p, "Ready")]
+            if gateways:
+                lines["DATABASE_URL"] = stack.url(gateways[0]["status"]["podIP"], port=layout.MULTIGATEWAY_PG)
+            lines["PRIMARY_URL"] = stack.url(primary.ip)
+        text = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in lines.items())
+        (args.workdir / ENV_FILE).write_text(text)
+        print(text + f"# also in {args.workdir / ENV_FILE}; stop with Ctrl-C or "
+              f"`multigres-pools localstack down --workdir {args.workdir}`", flush=True)
+        stop.wait()
+        print("stopping ...", flush=True)
+    finally:
+        stack.stop()
+        for name in (ENV_FILE, PID_FILE):
+            (args.workdir / name).unlink(missing_ok=True)
+    print("stopped; nothing left running", flush=True)
+    return 0
+
+
+def down(args: argparse.Namespace) -> int:
+    pid = _running_pid(args.workdir)
+    if pid is None:
+        print(f"multigres-pools localstack: nothing is up in {args.workdir}", file=sys.stderr)
+        return 1
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + args.timeout
+    while _running_pid(args.workdir) == pid and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if _running_pid(args.workdir) == pid:
+        print(f"multigres-pools localstack: pid {pid} still running after {args.timeout:.0f}s", file=sys.stderr)
+        return 1
+    print(f"stopped the stack in {args.workdir}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return up(args) if args.action == "up" else down(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
