@@ -5,12 +5,16 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup demo test lint unit bench clean
+.PHONY: setup demo demo-double test lint unit bench clean
 
 setup:
 	@tools/setup.sh
 
 demo: setup
+	$(PY) -m multigres_pools.playground.demo_multigres
+
+# The older, faster story against the era-A multipooler double (no real PostgreSQL).
+demo-double: setup
 	$(PY) -m multigres_pools.playground.demo
 
 lint: setup

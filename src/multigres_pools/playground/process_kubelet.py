@@ -104,6 +104,7 @@ class ProcessKubelet:
         self._services: dict[tuple[str, str], Manifest] = {}
         self._workers: dict[str, PodWorker] = {}
         self._ips: set[int] = set()
+        self._last_ip = 1  # the bridge has .1; pods start at .2
         self._pids: set[int] = set()
         self._unschedulable: set[str] = set()
         self._threads: list[threading.Thread] = []
@@ -218,10 +219,15 @@ class ProcessKubelet:
 
     # -- used by pod workers -----------------------------------------------------------------------
     def allocate_ip(self) -> int:
+        """Round robin over the subnet, as CNI's host-local IPAM does: an address freed a moment ago is
+        still in other pods' neighbour (ARP) caches with the old veth's MAC, so reusing it at once
+        leaves the new pod unreachable for up to a minute."""
         with self._lock:
-            for index in range(2, 255):
+            for step in range(253):
+                index = 2 + (self._last_ip - 2 + 1 + step) % 253
                 if index not in self._ips:
                     self._ips.add(index)
+                    self._last_ip = index
                     return index
         raise podnet.NetError(f"no free address left in {self.subnet}")
 

@@ -122,3 +122,53 @@ class WriteLoad(threading.Thread):
         gaps = [(b - a, a) for a, b in zip(self.ack_times, self.ack_times[1:], strict=False)]
         seconds, started = max(gaps, default=(0.0, 0.0))
         return Outage(seconds, started)
+
+
+@dataclass(frozen=True)
+class SyncSample:
+    at: float  # monotonic
+    primary: str
+    synchronous_standby_names: str
+
+
+class SyncSampler(threading.Thread):
+    """Reads the primary's synchronous_standby_names every `interval`, so a test can tell what the
+    synchronous set was at the moment something happened (a pod's deletion, say)."""
+
+    def __init__(self, find_primary: Callable[[], str | None], dsn: Callable[[str], str],
+                 interval: float = 0.1) -> None:
+        super().__init__(name="sync-sampler", daemon=True)
+        self.find_primary, self.dsn, self.interval = find_primary, dsn, interval
+        self.samples: list[SyncSample] = []
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        conn: psycopg.Connection | None = None
+        host: str | None = None
+        while not self._stopping.wait(self.interval):
+            try:
+                now_host = self.find_primary()
+                if now_host is None:
+                    continue
+                if conn is None or now_host != host or conn.closed:
+                    if conn is not None:
+                        conn.close()
+                    conn, host = psycopg.connect(self.dsn(now_host), connect_timeout=2, autocommit=True), now_host
+                row = conn.execute("SELECT current_setting('synchronous_standby_names')").fetchone()
+                self.samples.append(SyncSample(time.monotonic(), now_host, row[0] if row else ""))
+            except psycopg.Error:
+                if conn is not None:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.close()
+                conn = None
+        if conn is not None:
+            conn.close()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(10)
+
+    def at(self, moment: float) -> SyncSample | None:
+        """The last sample taken at or before `moment`."""
+        before = [s for s in self.samples if s.at <= moment]
+        return before[-1] if before else None
