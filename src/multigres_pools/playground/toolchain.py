@@ -393,8 +393,14 @@ def _ensure_pgbackrest(progress: Progress) -> Path:
         options = _sid_apt_options(state)
         with _step(progress, f"download pgbackrest {PGBACKREST_DEB_VERSION} from Debian sid"):
             _run(["apt-get", *options, "update", "-qq"], "apt-get update (sid)")
-            _run(["apt-get", *options, "download", f"pgbackrest={PGBACKREST_DEB_VERSION}"],
-                 "apt-get download pgbackrest", cwd=state)
+            try:
+                _run(["apt-get", *options, "download", f"pgbackrest={PGBACKREST_DEB_VERSION}"],
+                     "apt-get download pgbackrest", cwd=state)
+            except ToolchainError as exc:
+                # sid keeps only its current version; a newer one is still checked against the minimum below.
+                progress(f"toolchain: pgbackrest {PGBACKREST_DEB_VERSION} is gone from sid ({exc}); "
+                         "taking sid's current version")
+                _run(["apt-get", *options, "download", "pgbackrest"], "apt-get download pgbackrest", cwd=state)
             debs = sorted(state.glob("pgbackrest_*.deb"))
             if not debs:
                 raise ToolchainError("apt-get download pgbackrest: no .deb produced")
