@@ -130,20 +130,35 @@ class LocalProvisionerCluster:
     def processes(self) -> list[int]:
         return processes_with_marker(str(self.workdir))
 
-    def stop(self, timeout: float = 120) -> list[int]:
+    def stop(self, timeout: float = 120, grace: float = 60) -> list[str]:
         """`multigres cluster stop`, then SIGKILL (process group and process) whatever is left.
-        Returns the pids that were still alive after the graceful stop, so tests can assert
-        that there were none."""
+        Returns a description of each process still alive `grace` seconds after the graceful
+        stop (pid, state, start time relative to the end of the stop, command line), so tests
+        can assert that there were none."""
         # A failed stop is not fatal here: the kill below cleans up and callers see the leftovers.
         with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
             self._multigres("stop", timeout=timeout)
-        deadline = time.monotonic() + 15
-        while self.processes() and time.monotonic() < deadline:
+        # Stragglers get a grace period: under load a postgres shutdown checkpoint can outlast
+        # the 2 s the provisioner gives each service.
+        stopped = time.monotonic()
+        while self.processes() and time.monotonic() < stopped + grace:
             time.sleep(0.2)
-        leftovers = self.processes()
-        for pid in leftovers:
+        leftovers = [_describe(pid, stopped) for pid in self.processes()]
+        for pid in self.processes():
             _kill_group_and_process(pid)
         return leftovers
+
+
+def _describe(pid: int, since: float) -> str:
+    """pid, state, when it started relative to `since` (monotonic), and its command line."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        started = time.monotonic() - (uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return f"{pid} (gone)"
+    return f"{pid} state={fields[0]} started={started - since:+.1f}s {cmdline}"
 
 
 def _kill_group_and_process(pid: int) -> None:

@@ -1,6 +1,6 @@
 """Smoke test of the real thing: Multigres v0.1.0's local provisioner, run as the unprivileged
-user on free ports, elects a primary with two synchronous standbys, and `cluster stop` leaves no
-process behind."""
+user on free ports, elects a primary with two synchronous standbys, backs it up with pgBackRest,
+and `cluster stop` leaves no process behind."""
 
 from __future__ import annotations
 
@@ -53,6 +53,9 @@ def test_local_provisioner_runs_a_primary_with_two_sync_standbys(toolchain: Tool
                    what="two standbys in pg_stat_replication")
         standbys = [p for p in ports.values() if p != port]
         assert all(psql(cluster, p, "SELECT pg_is_in_recovery()") == "t" for p in standbys)
+        # Bootstrap takes a full pgBackRest backup and archives WAL: the relinked sid binary works.
+        repository = Path(cluster.config["provisioner-config"]["backup"]["local"]["path"])
+        assert list(repository.glob("backup/multigres/*F/backup.manifest"))
     finally:
         leftovers = cluster.stop()
         shutil.rmtree(workdir, ignore_errors=True)
