@@ -535,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
                     "etcd, an unprivileged user, a UTF-8 locale) into the per-machine cache.")
     parser.add_argument("--ensure", action="store_true", help="install or build whatever is missing")
     parser.add_argument("--env", action="store_true", help="print the process environment as shell exports")
+    parser.add_argument("--run", nargs=argparse.REMAINDER, metavar="COMMAND",
+                        help="run COMMAND... as the toolchain user with its environment")
     args = parser.parse_args(argv)
     started = time.monotonic()
 
@@ -549,6 +551,8 @@ def main(argv: list[str] | None = None) -> int:
     if toolchain is None:
         print(f"toolchain: not installed under {cache_root()}; run with --ensure", file=sys.stderr)
         return 1
+    if args.run:
+        return subprocess.run(args.run, **toolchain.process_kwargs()).returncode  # type: ignore[call-overload]
     if args.env:
         for key, value in toolchain.env().items():
             print(f"export {key}={value!r}")
