@@ -502,10 +502,10 @@ def available() -> Toolchain | None:
     except KeyError:
         return None
     locpath = None
-    if (locale_dir() / LOCALE / "LC_CTYPE").is_file() and not _system_has_locale():
+    if not _system_has_locale():
+        if not (locale_dir() / LOCALE / "LC_CTYPE").is_file():
+            return None
         locpath = locale_dir()
-    elif not _system_has_locale():
-        return None
     return _assemble(user, etcd, locpath)
 
 
