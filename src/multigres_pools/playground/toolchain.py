@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +70,7 @@ APT_TOOLS = {
     "setfacl": "acl",            # lets the unprivileged user traverse root's 0700 home
     "useradd": "passwd",
     "runuser": "util-linux",
+    "ip": "iproute2",            # the playground's private network namespaces
 }
 # Runtime libraries of the sid pgbackrest binary, by their bookworm package names.
 PGBACKREST_RUNTIME_PACKAGES = (
@@ -121,9 +122,10 @@ class Toolchain:
             kwargs.update(user=self.uid, group=self.gid, extra_groups=[])
         return kwargs
 
-    def as_user(self, argv: list[str]) -> list[str]:
-        """argv prefixed to run as the toolchain user with env() (for shell-level use)."""
-        env = [f"{k}={v}" for k, v in self.env().items()]
+    def as_user(self, argv: list[str], extra_env: Mapping[str, str] | None = None) -> list[str]:
+        """argv prefixed to run as the toolchain user with env() plus extra_env, for wrappers
+        that must run as root first (`ip netns exec`) or shell-level use."""
+        env = [f"{k}={v}" for k, v in {**self.env(), **(extra_env or {})}.items()]
         prefix = ["runuser", "-u", self.user, "--"] if os.geteuid() == 0 else []
         return [*prefix, "env", "-i", *env, *argv]
 
