@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-shot, idempotent set-up for a fresh machine: Debian packages, the .venv with pinned
-# Python packages, the collection links, and the Go-built test binaries (cached per machine).
+# Python packages, the collection links, the Go-built test binaries and the Multigres toolchain
+# (both cached per machine).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -51,4 +52,10 @@ echo "$repo/.venv/collections" > "$site/multigres_pools_collections.pth"
 # Real etcd, kube-apiserver and kube-controller-manager, built once per machine.
 if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
   .venv/bin/python -m multigres_pools.playground.binaries --ensure
+fi
+
+# Multigres v0.1.0, PostgreSQL 17, pgBackRest, an unprivileged user and a UTF-8 locale for the
+# playground (docs/dependencies.md); once per machine. SKIP_MULTIGRES=1 skips only this step.
+if [ -z "${SKIP_TEST_BINARIES:-}" ] && [ -z "${SKIP_MULTIGRES:-}" ]; then
+  .venv/bin/python -m multigres_pools.playground.toolchain --ensure
 fi

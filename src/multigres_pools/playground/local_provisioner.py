@@ -2,14 +2,16 @@
 
 The provisioner's defaults (etcd 2379, postgres 25432-25434, 15xxx service ports) clash with
 anything else on the machine, so after `cluster init` every port in the generated config is
-replaced by a free one. Every command runs as the toolchain's unprivileged user with a marker
-variable in its environment; the provisioner puts each service in its own process group and
-pg_ctl detaches postgres, so the marker (inherited by every descendant) is how leftovers are
-found and killed, without touching anybody else's Multigres processes.
+replaced by a free one; and (as root) everything runs in a private network namespace with only
+loopback, because the provisioner binds etcd, PostgreSQL and pgBackRest on all addresses.
+Every command runs as the toolchain's unprivileged user with a marker variable in its
+environment; the provisioner puts each service in its own process group and pg_ctl detaches
+postgres, so the marker (inherited by every descendant) is how leftovers are found and killed,
+without touching anybody else's Multigres processes.
 
     cluster = LocalProvisionerCluster(toolchain.ensure(), workdir)
     cluster.init(); cluster.start()
-    ... cluster.postgres_ports() ...
+    ... cluster.psql(cluster.postgres_ports()["zone1"], "SELECT 1") ...
     cluster.stop()          # `multigres cluster stop`, then kills whatever is left
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -86,32 +89,51 @@ class LocalProvisionerCluster:
         self.toolchain = toolchain
         self.workdir = workdir
         self.log = workdir / "provisioner.log"
+        # v0.1.0's provisioner binds etcd, PostgreSQL, pgBackRest and the gRPC servers on all
+        # addresses; in a private network namespace (loopback only) "all" is just loopback.
+        self.netns = f"mgp-lp-{secrets.token_hex(4)}" if os.geteuid() == 0 else None
 
-    @property
-    def env(self) -> dict[str, str]:
-        return {**self.toolchain.env(), MARKER: str(self.workdir)}
+    def run(self, argv: list[str], timeout: float, extra_env: dict[str, str] | None = None,
+            **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        """Run argv as the toolchain user, in the cluster's network namespace, with the marker."""
+        env = {MARKER: str(self.workdir), **(extra_env or {})}
+        if self.netns:
+            argv = ["ip", "netns", "exec", self.netns, *self.toolchain.as_user(argv, env)]
+        else:
+            kwargs.update(self.toolchain.process_kwargs())
+            kwargs["env"] = {**kwargs["env"], **env}
+        return subprocess.run(argv, text=True, timeout=timeout, start_new_session=True, **kwargs)
 
     def _multigres(self, *args: str, timeout: float) -> None:
         argv = [str(self.toolchain.multigres_bin / "multigres"), "cluster", *args,
                 "--config-path", str(self.workdir)]
-        kwargs = self.toolchain.process_kwargs()
-        kwargs["env"] = self.env
         with self.log.open("a") as log:
             log.write(f"$ {' '.join(argv)}\n")
             log.flush()
-            done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
-                                  timeout=timeout, start_new_session=True, **kwargs)  # type: ignore[call-overload]
+            done = self.run(argv, timeout, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
         if done.returncode != 0:
             tail = "\n".join(self.log.read_text().splitlines()[-30:])
             raise RuntimeError(f"multigres cluster {args[0]} exited {done.returncode}; log tail:\n{tail}")
+
+    def psql(self, port: int, sql: str) -> str | None:
+        """One query to the PostgreSQL on `port` as the provisioner's superuser; None while the
+        server does not answer."""
+        pgctld = next(iter(self.config["provisioner-config"]["cells"].values()))["pgctld"]
+        done = self.run(["psql", "-h", "127.0.0.1", "-p", str(port), "-U", pgctld["pg-user"], "-d", "postgres",
+                         "-XAtc", sql], 30, {"PGPASSWORD": pgctld["pg-password"], "PGCONNECT_TIMEOUT": "3"},
+                        capture_output=True)
+        return done.stdout.strip() if done.returncode == 0 else None
 
     @property
     def config(self) -> dict[str, Any]:
         return yaml.safe_load((self.workdir / CONFIG_FILE).read_text())
 
     def init(self) -> dict[str, Any]:
-        """`multigres cluster init`, then free ports everywhere. The workdir must exist and be
-        writable by the toolchain user."""
+        """The network namespace, `multigres cluster init`, then free ports everywhere. The
+        workdir must exist and be writable by the toolchain user."""
+        if self.netns:
+            subprocess.run(["ip", "netns", "add", self.netns], check=True)
+            subprocess.run(["ip", "-n", self.netns, "link", "set", "lo", "up"], check=True)
         self._multigres("init", timeout=60)
         config = self.config
         repoint_ports(config)
@@ -123,27 +145,45 @@ class LocalProvisionerCluster:
         self._multigres("start", timeout=timeout)
 
     def postgres_ports(self) -> dict[str, int]:
-        """Cell name -> the port of that cell's PostgreSQL (on localhost)."""
+        """Cell name -> the port of that cell's PostgreSQL (loopback of the namespace: reach it
+        with run()/psql())."""
         cells = self.config["provisioner-config"]["cells"]
         return {name: cell["pgctld"]["pg-port"] for name, cell in cells.items()}
 
     def processes(self) -> list[int]:
         return processes_with_marker(str(self.workdir))
 
-    def stop(self, timeout: float = 120) -> list[int]:
+    def stop(self, timeout: float = 120, grace: float = 60) -> list[str]:
         """`multigres cluster stop`, then SIGKILL (process group and process) whatever is left.
-        Returns the pids that were still alive after the graceful stop, so tests can assert
-        that there were none."""
+        Returns a description of each process still alive `grace` seconds after the graceful
+        stop (pid, state, start time relative to the end of the stop, command line), so tests
+        can assert that there were none."""
         # A failed stop is not fatal here: the kill below cleans up and callers see the leftovers.
         with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
             self._multigres("stop", timeout=timeout)
-        deadline = time.monotonic() + 15
-        while self.processes() and time.monotonic() < deadline:
+        # Stragglers get a grace period: under load a postgres shutdown checkpoint can outlast
+        # the 2 s the provisioner gives each service.
+        stopped = time.monotonic()
+        while self.processes() and time.monotonic() < stopped + grace:
             time.sleep(0.2)
-        leftovers = self.processes()
-        for pid in leftovers:
+        leftovers = [_describe(pid, stopped) for pid in self.processes()]
+        for pid in self.processes():
             _kill_group_and_process(pid)
+        if self.netns:
+            subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
         return leftovers
+
+
+def _describe(pid: int, since: float) -> str:
+    """pid, state, when it started relative to `since` (monotonic), and its command line."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        started = time.monotonic() - (uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return f"{pid} (gone)"
+    return f"{pid} state={fields[0]} started={started - since:+.1f}s {cmdline}"
 
 
 def _kill_group_and_process(pid: int) -> None:

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +70,7 @@ APT_TOOLS = {
     "setfacl": "acl",            # lets the unprivileged user traverse root's 0700 home
     "useradd": "passwd",
     "runuser": "util-linux",
+    "ip": "iproute2",            # the playground's private network namespaces
 }
 # Runtime libraries of the sid pgbackrest binary, by their bookworm package names.
 PGBACKREST_RUNTIME_PACKAGES = (
@@ -121,9 +122,10 @@ class Toolchain:
             kwargs.update(user=self.uid, group=self.gid, extra_groups=[])
         return kwargs
 
-    def as_user(self, argv: list[str]) -> list[str]:
-        """argv prefixed to run as the toolchain user with env() (for shell-level use)."""
-        env = [f"{k}={v}" for k, v in self.env().items()]
+    def as_user(self, argv: list[str], extra_env: Mapping[str, str] | None = None) -> list[str]:
+        """argv prefixed to run as the toolchain user with env() plus extra_env, for wrappers
+        that must run as root first (`ip netns exec`) or shell-level use."""
+        env = [f"{k}={v}" for k, v in {**self.env(), **(extra_env or {})}.items()]
         prefix = ["runuser", "-u", self.user, "--"] if os.geteuid() == 0 else []
         return [*prefix, "env", "-i", *env, *argv]
 
@@ -393,8 +395,14 @@ def _ensure_pgbackrest(progress: Progress) -> Path:
         options = _sid_apt_options(state)
         with _step(progress, f"download pgbackrest {PGBACKREST_DEB_VERSION} from Debian sid"):
             _run(["apt-get", *options, "update", "-qq"], "apt-get update (sid)")
-            _run(["apt-get", *options, "download", f"pgbackrest={PGBACKREST_DEB_VERSION}"],
-                 "apt-get download pgbackrest", cwd=state)
+            try:
+                _run(["apt-get", *options, "download", f"pgbackrest={PGBACKREST_DEB_VERSION}"],
+                     "apt-get download pgbackrest", cwd=state)
+            except ToolchainError as exc:
+                # sid keeps only its current version; a newer one is still checked against the minimum below.
+                progress(f"toolchain: pgbackrest {PGBACKREST_DEB_VERSION} is gone from sid ({exc}); "
+                         "taking sid's current version")
+                _run(["apt-get", *options, "download", "pgbackrest"], "apt-get download pgbackrest", cwd=state)
             debs = sorted(state.glob("pgbackrest_*.deb"))
             if not debs:
                 raise ToolchainError("apt-get download pgbackrest: no .deb produced")
@@ -496,10 +504,10 @@ def available() -> Toolchain | None:
     except KeyError:
         return None
     locpath = None
-    if (locale_dir() / LOCALE / "LC_CTYPE").is_file() and not _system_has_locale():
+    if not _system_has_locale():
+        if not (locale_dir() / LOCALE / "LC_CTYPE").is_file():
+            return None
         locpath = locale_dir()
-    elif not _system_has_locale():
-        return None
     return _assemble(user, etcd, locpath)
 
 
@@ -529,6 +537,8 @@ def main(argv: list[str] | None = None) -> int:
                     "etcd, an unprivileged user, a UTF-8 locale) into the per-machine cache.")
     parser.add_argument("--ensure", action="store_true", help="install or build whatever is missing")
     parser.add_argument("--env", action="store_true", help="print the process environment as shell exports")
+    parser.add_argument("--run", nargs=argparse.REMAINDER, metavar="COMMAND",
+                        help="run COMMAND... as the toolchain user with its environment")
     args = parser.parse_args(argv)
     started = time.monotonic()
 
@@ -543,6 +553,8 @@ def main(argv: list[str] | None = None) -> int:
     if toolchain is None:
         print(f"toolchain: not installed under {cache_root()}; run with --ensure", file=sys.stderr)
         return 1
+    if args.run:
+        return subprocess.run(args.run, **toolchain.process_kwargs()).returncode  # type: ignore[call-overload]
     if args.env:
         for key, value in toolchain.env().items():
             print(f"export {key}={value!r}")
