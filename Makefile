@@ -33,6 +33,7 @@ bench: setup
 	$(PY) -m bench.drain
 	$(PY) -m bench.reconcile
 	$(PY) -m bench.operator_loop
+	$(PY) -m bench.multigres_shard
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
