@@ -11,8 +11,10 @@ written to `<workdir>/env` (shell syntax) so another terminal can `source` them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -90,8 +92,11 @@ def up(args: argparse.Namespace) -> int:
         print("stopping ...", flush=True)
     finally:
         stack.stop()
+        shutil.rmtree(stack.workdir, ignore_errors=True)  # volumes, logs: a playground keeps nothing
         for name in (ENV_FILE, PID_FILE):
             (args.workdir / name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            args.workdir.rmdir()  # only when empty: never a directory the user keeps other files in
     print("stopped; nothing left running", flush=True)
     return 0
 

@@ -145,7 +145,8 @@ class PodVolumes:
             self.reader.bind_claim(self.namespace, claim)
         path = self.pvc_root / self.namespace / claim
         if not path.is_dir():
-            path.mkdir(parents=True)
+            # exist_ok: pods sharing a claim (the shard's backup volume) start on threads of their own.
+            path.mkdir(parents=True, exist_ok=True)
             os.chown(path, self.uid, self.gid)
         return path
 

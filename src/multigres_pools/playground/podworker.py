@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 Manifest = dict[str, Any]
 log = logging.getLogger(__name__)
 
+SYNC_RETRY_SECONDS = 2.0
 TICK = 0.2
 RETRY = 5.0  # seconds between attempts to fix a config, volume or sandbox problem
 FORCE_DELETE_GRACE = 2.0  # what the kubelet allows containers of a pod deleted with grace 0
@@ -173,7 +174,12 @@ class PodWorker:
                 self.kubelet.final_delete(self.namespace, self.pod_name, self.uid)
                 return
             if not self.adopted_terminal:
-                self._sync()
+                try:
+                    self._sync()
+                except Exception as exc:  # a host-side error must not leave the pod unattended: report, retry
+                    log.exception("pod worker %s/%s: sync failed", self.namespace, self.pod_name)
+                    self._event("Warning", "FailedSync", f"error syncing pod, will retry: {exc}")
+                    self._wake.wait(SYNC_RETRY_SECONDS)
                 self._publish()
             self._wake.wait(TICK)
             self._wake.clear()
