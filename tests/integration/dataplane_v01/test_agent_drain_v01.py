@@ -112,6 +112,18 @@ def test_replica_drain_ends_ineligible_out_and_unregistered(stand: Stand, health
     assert stand.record(victim) is None and not stand.listed(primary, victim)
 
 
+def test_external_deletion_takes_the_standby_out_before_the_finalizer_goes(stand: Stand, healthy: Pooler) -> None:
+    primary = healthy
+    victim = next(p for p in stand.dp.list_poolers(stand.shard.topology()) if p.id != primary.id)
+    stand.core.delete_namespaced_pod(victim.id.name, stand.namespace)  # kubectl delete pod, no drain
+    agent = stand.agent()
+    stand.run(agent, primary.id.name)
+    eventually(lambda: stand.pod(victim.id.name) is None, timeout=30, what="the finalizer removed")
+    assert stand.record(victim) is None and stand.events("PoolerUnregistered") and not stand.events("ExternalDeletion")
+    assert not stand.listed(primary, victim)
+    assert stand.dp.standby_state(victim).eligibility is Eligibility.INELIGIBLE
+
+
 def test_a_standby_that_comes_back_sends_the_drain_back_a_step(stand: Stand, healthy: Pooler) -> None:
     """The pooler is made ELIGIBLE again (what a restart does) just before the agent deletes its
     record: the proof taken after the delete fails, the drain returns to `draining` and only reaches
