@@ -11,6 +11,8 @@ import yaml
 from tests.helpers.merge_patch import merge_patch
 
 CORPUS = Path(__file__).parent / "unit" / "render" / "spec_corpus.yaml"
+# Merge into a patch to render a shard as Multigres era A (the default is v0.1.0).
+ERA_A = {"multigres": {"version": "d782aa06"}}
 
 
 @functools.cache

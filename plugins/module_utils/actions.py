@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from .desired import GeneratedTLS
+from .desired import GeneratedPassword, GeneratedTLS
 
 Manifest = dict[str, Any]
 
@@ -18,6 +18,7 @@ class Verb(StrEnum):
     DELETE = "delete"  # with uid and resourceVersion preconditions
     EVENT = "event"  # record a Kubernetes Event on the object
     GENERATE_TLS = "generate-tls"  # create the CA Secret if missing, (re)issue the certificate Secret
+    GENERATE_PASSWORD = "generate-password"  # create the superuser password Secret (never rewritten)
 
 
 class Phase(IntEnum):
@@ -90,6 +91,12 @@ def generate_tls(gen: GeneratedTLS, owner: Manifest | None, reason: str) -> Acti
     """The key material is made by the apply step; the action carries only names."""
     return Action(Verb.GENERATE_TLS, "Secret", gen.tls_secret, reason, Phase.INFRA,
                   body={"tls": gen, "ownerReferences": [owner] if owner else []})
+
+
+def generate_password(gen: GeneratedPassword, owner: Manifest | None, reason: str) -> Action:
+    """The value is made by the apply step; the action carries only the Secret's name."""
+    return Action(Verb.GENERATE_PASSWORD, "Secret", gen.secret, reason, Phase.INFRA,
+                  body={"password": gen, "ownerReferences": [owner] if owner else []})
 
 
 def event(target: Manifest, event_type: str, event_reason: str, message: str) -> Action:

@@ -12,16 +12,18 @@ A 409 is not an error: the next pass plans again from fresh state.
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime as dt
 import os
+import secrets
 import socket
 from dataclasses import dataclass
 from typing import Any
 
 from . import events, facts, keys
 from .actions import Action, Verb
-from .desired import GeneratedTLS
+from .desired import GeneratedPassword, GeneratedTLS
 from .kube import KubeClient, KubeError
 
 Manifest = dict[str, Any]
@@ -94,12 +96,14 @@ class Applier:
             return self._unfinalize(action, ns)
         if action.verb is Verb.GENERATE_TLS:
             return self._generate_tls(action)
+        if action.verb is Verb.GENERATE_PASSWORD:
+            return self._generate_password(action)
         if dry:
             return "skipped", "events are not recorded in check mode", None
         return "done", "", client.create(event_manifest(action, self.namespace, self.stamp),
                                          field_manager=keys.FIELD_MANAGER)
 
-    def _secret(self, name: str, data: dict[str, str], gen: GeneratedTLS, owners: list[Manifest],
+    def _secret(self, name: str, data: dict[str, str], gen: GeneratedTLS | GeneratedPassword, owners: list[Manifest],
                 annotations: dict[str, str] | None = None) -> Manifest:
         meta: Manifest = {"name": name, "namespace": self.namespace, "labels": dict(gen.labels)}
         if owners:
@@ -129,6 +133,20 @@ class Applier:
         leaf = tls.issue(ca_data, gen.common_name, gen.dns_names, now)
         secret = self._secret(gen.tls_secret, leaf, gen, owners, {keys.ANN_TLS_FINGERPRINT: gen.fingerprint})
         self.client.apply(secret, keys.FIELD_MANAGER, dry_run=self.dry_run)
+        return "done", "", None
+
+    def _generate_password(self, action: Action) -> tuple[str, str, Manifest | None]:
+        """Created once, never updated: a Secret that already exists (ours or the user's) is kept."""
+        body = action.body or {}
+        gen: GeneratedPassword = body["password"]
+        value = base64.b64encode(secrets.token_urlsafe(32).encode()).decode()
+        secret = self._secret(gen.secret, {gen.key: value}, gen, body.get("ownerReferences") or [])
+        try:
+            self.client.create(secret, field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+            return "done", "already exists", None
         return "done", "", None
 
     def _unfinalize(self, action: Action, ns: str | None) -> tuple[str, str, Manifest | None]:

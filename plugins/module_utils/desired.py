@@ -58,6 +58,18 @@ class GeneratedTLS:
 
 
 @dataclass(frozen=True)
+class GeneratedPassword:
+    """The superuser password Secret the engine creates when the spec names none.
+
+    Multigres v0.1.0 will not start without a password; the value is made once by the apply step,
+    inside the Secret, and never rotated or shown (not in actions, diffs, logs or events)."""
+
+    secret: str
+    key: str
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class Desired:
     shard: ShardId
     namespace: str
@@ -66,3 +78,9 @@ class Desired:
     objects: tuple[Manifest, ...]
     pools: tuple[DesiredPool, ...]
     generated_tls: GeneratedTLS | None = None
+    generated_password: GeneratedPassword | None = None
+
+    @property
+    def observes_secrets(self) -> bool:
+        """Whether the planner needs the metadata of the shard's Secrets (never their data)."""
+        return self.generated_tls is not None or self.generated_password is not None

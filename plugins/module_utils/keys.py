@@ -47,6 +47,7 @@ PART_OF = "multigres"
 MANAGED_BY = "multigres-operator"
 COMPONENT_POOL = "shard-pool"
 COMPONENT_MULTIORCH = "multiorch"
+COMPONENT_MULTIGATEWAY = "multigateway"
 COMPONENT_BACKUP = "shard-backup"
 COMPONENT_CONFIG = "shard-config"
 

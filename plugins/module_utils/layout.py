@@ -1,4 +1,8 @@
-"""Fixed ports, paths and volume names of the era-A pod layout (contract §3.9)."""
+"""Fixed ports, paths and volume names of the pool pods and per-cell Deployments.
+
+Era A (contract §3.9) and v0.1.0 (multigres-v0.1.md §5) share the ports and the pooler directory;
+what only v0.1.0 uses is marked so below.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,11 @@ PGBACKREST = 8432
 EXPORTER = 9187
 MULTIORCH_HTTP = 15300
 MULTIORCH_GRPC = 15370
+# v0.1.0: the optional per-cell multigateway (the local provisioner's ports for cell 1). Its
+# Service publishes the PostgreSQL protocol on the usual 5432.
+MULTIGATEWAY_HTTP = 15100
+MULTIGATEWAY_GRPC = 15170
+MULTIGATEWAY_PG = 15432
 
 POOLER_DIR = "/var/lib/pooler"
 PGDATA = f"{POOLER_DIR}/pg_data"
@@ -22,6 +31,17 @@ PG_CONFIG_TEMPLATE_FILE = "postgresql.conf.tmpl"
 PG_EXTRA_CONFIG_DIR = f"{PGCTLD_CONFIG_DIR}/postgres-config"
 PG_EXTRA_CONFIG_KEY = "postgresql.conf"
 CERT_DIR = "/certs/pgbackrest"
+# Where pgctld listens for PostgreSQL's Unix socket (pgctld puts it under <pooler-dir>/pg_sockets).
+PG_SOCKET_FILE = f"{POOLER_DIR}/pg_sockets/.s.PGSQL.{POSTGRES}"
+PGCTLD_GRPC_SOCKET = f"{POOLER_DIR}/pgctld.sock"
+
+# v0.1.0: binaries by absolute path (the images' PATH is not ours to rely on), and the password
+# as a file (POSTGRES_PASSWORD_FILE, read by pgctld and multipooler) instead of an env value.
+MULTIGRES_BIN_DIR = "/multigres/bin"
+PGCTLD_BIN = "/usr/local/bin/pgctld"
+EXPORTER_BIN = "/bin/postgres_exporter"  # the entrypoint of the postgres-exporter image
+PASSWORD_DIR = "/etc/postgres-password"
+PASSWORD_FILE = "password"
 
 VOL_DATA = "pgdata"
 VOL_BACKUP = "backup-data"
@@ -30,8 +50,14 @@ VOL_PG_HBA = "pg-hba-template"
 VOL_PG_CONFIG_TEMPLATE = "postgres-config-template"
 VOL_PG_EXTRA_CONFIG = "postgres-config"
 VOL_CERTS = "pgbackrest-certs"
+VOL_PASSWORD = "postgres-password"  # v0.1.0
 
 TERMINATION_GRACE_SECONDS = 30
+# v0.1.0: multipooler's graceful shutdown is bounded by --onterm-timeout (30 s) plus
+# --onclose-timeout (10 s); pgctld, the sidecar, is stopped only after that, inside the same grace.
+TERMINATION_GRACE_SECONDS_V0_1 = 45
+# v0.1.0 pgctld --timeout: seconds pg_ctl may wait for PostgreSQL to start or stop (crash recovery).
+PGCTLD_TIMEOUT_SECONDS = 60
 CONNPOOL_GLOBAL_CAPACITY = 40
 CONNPOOL_ADMIN_CAPACITY = 5
 CLUSTER_DOMAIN = "cluster.local"

@@ -8,7 +8,10 @@ storage size guarded against changes the running pods cannot follow).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
@@ -21,6 +24,7 @@ from .rules import (
     format_validation_error,
     required_when,
     transition_errors,
+    wire_value,
 )
 
 # --- scalar types --------------------------------------------------------------------------------
@@ -49,6 +53,16 @@ Quantity = Annotated[str, StringConstraints(pattern=quantity.PATTERN, max_length
 Cron = Annotated[str, StringConstraints(pattern=r"^(\S+\s+){4}\S+$", max_length=128)]
 Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(\.[0-9]+)?(h|m|s))+$", max_length=32)]
 GucName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.]*$", max_length=128)]
+# A Go time.Duration as Multigres flags take it, limited to the units people write: 500ms, 2s, 1m30s.
+GO_DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
+GoDuration = Annotated[str, StringConstraints(pattern=GO_DURATION_PATTERN, max_length=32)]
+_GO_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
+_GO_DURATION_UNIT = {"ms": Decimal("0.001"), "s": Decimal(1), "m": Decimal(60), "h": Decimal(3600)}
+
+
+def go_duration_seconds(text: str) -> Decimal:
+    """Seconds in a `GoDuration` string (already matched by its pattern)."""
+    return sum((Decimal(n) * _GO_DURATION_UNIT[u] for n, u in _GO_DURATION_PART.findall(text)), Decimal(0))
 
 LogLevel = Literal["debug", "info", "warn", "error"]
 PullPolicy = Literal["Always", "IfNotPresent", "Never"]
@@ -58,9 +72,36 @@ PVCPolicyName = Literal["Retain", "Delete"]
 # The durability policies era-A Multigres understands (contract §2.7); the agent parses the same pattern.
 DURABILITY_POLICY_PATTERN = r"^(MULTI_CELL_)?AT_LEAST_([1-9][0-9]?)$"
 
-DEFAULT_MULTIGRES_IMAGE = "ghcr.io/multigres/multigres:sha-d782aa0"
-DEFAULT_PGCTLD_IMAGE = "ghcr.io/multigres/pgctld:sha-d782aa0"
 DEFAULT_EXPORTER_IMAGE = "quay.io/prometheuscommunity/postgres-exporter:v0.18.1"
+
+
+@dataclass(frozen=True)
+class ReleaseImages:
+    """The images one Multigres version ships: `multigres` (multipooler, multiorch, multigateway)
+    and `pgctld` (pgctld, PostgreSQL, pgBackRest)."""
+
+    multigres: str
+    pgctld: str
+
+
+# The one table of default images: an unset `spec.images.<component>` follows `spec.multigres.version`.
+RELEASE_IMAGES: dict[keys.MultigresVersion, ReleaseImages] = {
+    keys.MultigresVersion.V0_1_0: ReleaseImages(
+        "ghcr.io/multigres/multigres:v0.1.0", "ghcr.io/multigres/pgctld:v0.1.0"),
+    keys.MultigresVersion.ERA_A: ReleaseImages(
+        "ghcr.io/multigres/multigres:sha-d782aa0", "ghcr.io/multigres/pgctld:sha-d782aa0"),
+}
+
+
+@dataclass(frozen=True)
+class ContainerImages:
+    """The image of every container, the version's defaults filled in (`MultigresShardSpec.container_images`)."""
+
+    multipooler: str
+    multiorch: str
+    multigateway: str
+    postgres: str
+    postgres_exporter: str
 
 
 def _unique(values: list[str]) -> list[str]:
@@ -172,12 +213,34 @@ class PVCDeletionPolicyOverride(SpecModel):
 
 # --- images, topology, logs ----------------------------------------------------------------------
 class Images(SpecModel):
+    """Container images. An unset Multigres image is the one `spec.multigres.version` ships
+    (docs/api.md, "Multigres versions"), so changing the version alone moves every image with it."""
+
     image_pull_policy: PullPolicy = Field("IfNotPresent", description="Pull policy for every container.")
     image_pull_secrets: list[LocalObjectReference] = Field([], max_length=8, description="Pull secrets.")
-    multipooler: Image = Field(DEFAULT_MULTIGRES_IMAGE, description="Image running `multipooler`.")
-    multiorch: Image = Field(DEFAULT_MULTIGRES_IMAGE, description="Image running `multiorch`.")
-    postgres: Image = Field(DEFAULT_PGCTLD_IMAGE, description="Image running pgctld and PostgreSQL.")
+    multipooler: Image | None = Field(
+        None, description="Image running `multipooler`; default: the version's multigres image.")
+    multiorch: Image | None = Field(
+        None, description="Image running `multiorch`; default: the version's multigres image.")
+    multigateway: Image | None = Field(
+        None, description="Image running `multigateway`; default: the version's multigres image.")
+    postgres: Image | None = Field(
+        None, description="Image running pgctld and PostgreSQL; default: the version's pgctld image.")
     postgres_exporter: Image = Field(DEFAULT_EXPORTER_IMAGE, description="Prometheus postgres-exporter image.")
+
+
+class MultigresRelease(SpecModel):
+    """Which Multigres contract the shard's binaries speak. Declared, never guessed: nothing probes
+    the images. It picks the pod layout, the flags, the default images and the agent's data-plane
+    adapter."""
+
+    version: keys.MultigresVersion = Field(
+        keys.DEFAULT_MULTIGRES_VERSION,
+        description="`v0.1.0`: the Multigres release (pgctld as a native sidecar, multipooler as the "
+                    "main container, v0.1.0 flags and consensus RPCs). `d782aa06`: the pre-release "
+                    "build of era A (multipooler as the sidecar, era-A RPCs). Changing it on a live "
+                    "shard rolls every pod; see docs/api.md.",
+    )
 
 
 class GlobalTopoServer(SpecModel):
@@ -194,6 +257,18 @@ class LogLevels(SpecModel):
     pgctld: LogLevel = "info"
     multipooler: LogLevel = "info"
     multiorch: LogLevel = "info"
+    multigateway: LogLevel = "info"
+
+
+class PostgresExporter(SpecModel):
+    enabled: bool = Field(
+        True, description="Run the postgres-exporter container in every pool pod (port 9187, with "
+                          "prometheus.io scrape annotations). Turn off where nothing scrapes it.",
+    )
+
+
+class Monitoring(SpecModel):
+    postgres_exporter: PostgresExporter = Field({}, description="The postgres-exporter sidecar of pool pods.")
 
 
 # --- pools ---------------------------------------------------------------------------------------
@@ -228,12 +303,23 @@ class Pool(SpecModel):
     )
 
 
-class MultiOrch(SpecModel):
-    replicas: int = Field(1, ge=1, le=5, description="MultiOrch replicas per cell.")
-    cells: CellList = Field(
-        [], max_length=10, description="Cells running a MultiOrch; empty means every cell of every pool.",
+def _positive_interval(name: str, wire: str) -> Rule:
+    return Rule(
+        name=f"{name}-positive", cel=f"!has(self.{wire}) || duration(self.{wire}) > duration('0s')",
+        message=f"{wire} must be greater than zero",
+        check=lambda m: wire_value(m, wire) is None or go_duration_seconds(wire_value(m, wire)) > 0,
+        field_path=f".{wire}",
     )
-    resources: Resources = Field({}, description="MultiOrch container resources.")
+
+
+class CellDeployment(SpecModel):
+    """A Deployment (and Service) in each cell."""
+
+    replicas: int = Field(1, ge=1, le=5, description="Replicas per cell.")
+    cells: CellList = Field(
+        [], max_length=10, description="Cells running one; empty means every cell of every pool.",
+    )
+    resources: Resources = Field({}, description="Container resources.")
     affinity: dict[str, Any] | None = Field(None, description="Pod affinity, verbatim.")
     tolerations: list[Toleration] = Field([], max_length=32, description="Pod tolerations.")
     pod_annotations: dict[Annotated[str, StringConstraints(max_length=317)], str] = Field(
@@ -242,12 +328,38 @@ class MultiOrch(SpecModel):
     pod_labels: dict[LabelKey, LabelValue] = Field({}, max_length=32, description="Extra pod labels.")
 
 
+class MultiOrch(CellDeployment):
+    __rules__: ClassVar = (
+        _positive_interval("pooler-health-check-interval", "poolerHealthCheckInterval"),
+        _positive_interval("recovery-cycle-interval", "recoveryCycleInterval"),
+    )
+
+    pooler_health_check_interval: GoDuration | None = Field(
+        None, description="multiorch --pooler-health-check-interval (Go duration such as 500ms or 5s); "
+                          "Multigres' default (5s) when unset.",
+    )
+    recovery_cycle_interval: GoDuration | None = Field(
+        None, description="multiorch --recovery-cycle-interval (Go duration); Multigres' default (1s) when unset.",
+    )
+
+
+class MultiGateway(CellDeployment):
+    enabled: bool = Field(
+        False, description="Run a multigateway Deployment and Service per cell (PostgreSQL protocol on "
+                           "Service port 5432); v0.1.0 only.",
+    )
+
+
 # --- backup --------------------------------------------------------------------------------------
 class FilesystemBackup(SpecModel):
     path: Annotated[str, StringConstraints(pattern=r"^/\S*$", max_length=256)] = Field(
-        "/backups", description="Mount path of the shared backup volume in every pool pod.",
+        "/backups", description="Mount path of the shared backup volume in every pool pod; also the "
+                                "Database record's backup_location.",
     )
-    storage: BackupStorage = Field({}, description="The shared backup PVC of each cell.")
+    storage: BackupStorage = Field(
+        {}, description="The shared backup PVC: one per shard (v0.1.0; use ReadWriteMany when pods "
+                        "run on more than one node) or one per cell (d782aa06).",
+    )
 
 
 class S3Backup(SpecModel):
@@ -318,7 +430,7 @@ class Backup(SpecModel):
     )
 
     type: Literal["filesystem", "s3"] = Field("filesystem", description="Where the pgBackRest repository lives.")
-    filesystem: FilesystemBackup = Field({}, description="Shared backup PVC per cell (type filesystem).")
+    filesystem: FilesystemBackup = Field({}, description="Shared backup PVC (type filesystem).")
     s3: S3Backup | None = Field(None, description="S3 repository (type s3); pods then use an emptyDir.")
     pgbackrest_tls: PgBackRestTLS = Field({}, alias="pgbackrestTLS", description="pgBackRest TLS material.")
     schedules: BackupSchedules = Field({}, description="Scheduled base backups, run by the agent.")
@@ -328,6 +440,16 @@ class Backup(SpecModel):
 
 
 # --- the shard -----------------------------------------------------------------------------------
+# v0.1.0 refuses a pooler whose `<cell>_<service-id>` (its PostgreSQL application name) exceeds 63
+# characters; our service ids have a fixed length, so that bounds the cell names of pools.
+V0_1_MAX_POOL_CELL = 63 - 1 - len(naming.service_id(""))
+
+
+def _pool_cells_fit(spec: MultigresShardSpec) -> bool:
+    return spec.multigres.version is not keys.MultigresVersion.V0_1_0 or all(
+        len(cell) <= V0_1_MAX_POOL_CELL for pool in spec.pools.values() for cell in pool.cells)
+
+
 def _topology_kept(old: MultigresShardSpec, new: MultigresShardSpec) -> bool:
     return all(new.cell_topology_labels.get(c) == labels for c, labels in old.cell_topology_labels.items())
 
@@ -345,6 +467,21 @@ class MultigresShardSpec(SpecModel):
             name="single-shard", cel="self.shardName == '0-inf'",
             message="only shard '0-inf' is supported (Multigres MVP)",
             check=lambda s: s.shard_name == "0-inf", field_path=".shardName",
+        ),
+        Rule(
+            name="multigateway-needs-v0-1",
+            cel=f"!self.multigateway.enabled || self.multigres.version == '{keys.MultigresVersion.V0_1_0}'",
+            message=f"multigateway is rendered only for Multigres {keys.MultigresVersion.V0_1_0}",
+            check=lambda s: not s.multigateway.enabled or s.multigres.version is keys.MultigresVersion.V0_1_0,
+            field_path=".multigateway.enabled",
+        ),
+        Rule(
+            name="v0-1-cell-name-length",
+            cel=f"self.multigres.version != '{keys.MultigresVersion.V0_1_0}' || "
+                f"self.pools.all(p, self.pools[p].cells.all(c, size(c) <= {V0_1_MAX_POOL_CELL}))",
+            message=f"Multigres {keys.MultigresVersion.V0_1_0} needs pool cell names of at most "
+                    f"{V0_1_MAX_POOL_CELL} characters (a pooler's '<cell>_<service-id>' is at most 63)",
+            check=_pool_cells_fit, field_path=".pools",
         ),
     )
     __transitions__: ClassVar = (
@@ -374,6 +511,7 @@ class MultigresShardSpec(SpecModel):
     shard_name: Annotated[str, StringConstraints(max_length=25)] = Field(
         "0-inf", description="Shard; only '0-inf' today.",
     )
+    multigres: MultigresRelease = Field({}, description="The Multigres version the shard runs.")
     images: Images = Field({}, description="Container images.")
     global_topo_server: GlobalTopoServer = Field(description="The global topology server.")
     pools: dict[PoolName, Pool] = Field(
@@ -385,6 +523,8 @@ class MultigresShardSpec(SpecModel):
                     "{zone1: {topology.kubernetes.io/zone: us-east-1a}}. Immutable per cell once set.",
     )
     multiorch: MultiOrch = Field({}, description="MultiOrch Deployments, one per cell.")
+    multigateway: MultiGateway = Field({}, description="Optional multigateway Deployments, one per cell.")
+    monitoring: Monitoring = Field({}, description="Metrics sidecars.")
     backup: Backup = Field({}, description="pgBackRest repository, TLS and schedules.")
     pvc_deletion_policy: PVCDeletionPolicy = Field({}, description="Data PVC lifecycle; pools may override.")
     postgres_config: dict[GucName, Annotated[str, StringConstraints(max_length=1024)]] = Field(
@@ -428,6 +568,22 @@ class MultigresShardSpec(SpecModel):
 
     def multiorch_cells(self) -> list[str]:
         return list(self.multiorch.cells) or self.pool_cells()
+
+    def multigateway_cells(self) -> list[str]:
+        if not self.multigateway.enabled:
+            return []
+        return list(self.multigateway.cells) or self.pool_cells()
+
+    def container_images(self) -> ContainerImages:
+        """Every container's image: the user's, else the one `multigres.version` ships."""
+        release, images = RELEASE_IMAGES[self.multigres.version], self.images
+        return ContainerImages(
+            multipooler=images.multipooler or release.multigres,
+            multiorch=images.multiorch or release.multigres,
+            multigateway=images.multigateway or release.multigres,
+            postgres=images.postgres or release.pgctld,
+            postgres_exporter=images.postgres_exporter,
+        )
 
     def pvc_policy(self, pool: str) -> PVCDeletionPolicy:
         """The shard policy with the pool's override on top (pool > shard, field by field)."""

@@ -108,7 +108,14 @@ def pdb_name(sid: ShardId, pool: str, cell: str) -> str:
 
 
 def backup_pvc_name(sid: ShardId, cell: str) -> str:
+    """Era A: one filesystem backup PVC per cell (the Go operator's layout)."""
     return join(SERVICE, "backup-data", *sid.parts, cell)
+
+
+def shard_backup_pvc_name(sid: ShardId) -> str:
+    """v0.1.0: one filesystem backup PVC for the whole shard, since every pooler of the shard must
+    see the one pgBackRest repository named by the Database record's backup_location."""
+    return join(SERVICE, "backup-data", *sid.parts)
 
 
 def multiorch_deployment_name(sid: ShardId, cell: str) -> str:
@@ -117,6 +124,14 @@ def multiorch_deployment_name(sid: ShardId, cell: str) -> str:
 
 def multiorch_service_name(sid: ShardId, cell: str) -> str:
     return join(SERVICE, *sid.parts, "multiorch", cell)
+
+
+def multigateway_deployment_name(sid: ShardId, cell: str) -> str:
+    return join(DEFAULT, *sid.parts, "multigateway", cell)
+
+
+def multigateway_service_name(sid: ShardId, cell: str) -> str:
+    return join(SERVICE, *sid.parts, "multigateway", cell)
 
 
 def shard_resource_name(sid: ShardId) -> str:
@@ -146,6 +161,13 @@ def pgbackrest_tls_secret_name(sid: ShardId) -> str:
 def service_id(pod: str) -> str:
     """The multipooler --service-id for a pod: 'p-' plus the hash of the pod name."""
     return f"p-{hash_parts(pod)}"
+
+
+def pooler_fqdn(pod: str, headless_service: str, namespace: str, cluster_domain: str) -> str:
+    """`<pod>.<headless svc>.<ns>.svc.<domain>`: the DNS name of a pool pod (`hostname` + `subdomain`),
+    which v0.1.0 multipoolers register as their `--hostname`. `pod` may be `*` (a certificate SAN)
+    or `$(POD_NAME)` (expanded by the kubelet from the downward API)."""
+    return f"{pod}.{headless_service}.{namespace}.svc.{cluster_domain}"
 
 
 def topo_path(root: str, *parts: str) -> str:

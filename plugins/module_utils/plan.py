@@ -19,7 +19,7 @@ from .desired import Desired
 from .observe import Observed
 from .plan_context import REQUEUE_DRAIN, Context, PoolView, pool_views
 from .plan_delete import CLEANUP_TIMEOUT, plan_delete
-from .plan_infra import plan_generated_tls, plan_infra
+from .plan_infra import plan_generated_password, plan_generated_tls, plan_infra
 from .plan_pool import PoolOutcome, plan_pool
 from .plan_rolling import RollingOutcome, plan_rolling
 
@@ -108,7 +108,7 @@ def plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: bool
     errors = validate_live(desired, observed, views)
     if errors:
         return Plan(errors=errors)
-    found = _shard_finalizer(ctx) + plan_infra(ctx) + plan_generated_tls(ctx)
+    found = _shard_finalizer(ctx) + plan_infra(ctx) + plan_generated_tls(ctx) + plan_generated_password(ctx)
     outcomes = [plan_pool(ctx, view) for view in views]
     for outcome in outcomes:
         found += outcome.actions

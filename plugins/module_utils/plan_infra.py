@@ -52,6 +52,15 @@ def plan_generated_tls(ctx: Context) -> list[Action]:
     return [actions.generate_tls(gen, ctx.owner, reason)]
 
 
+def plan_generated_password(ctx: Context) -> list[Action]:
+    """No password Secret named in the spec: create the one the pods mount, once."""
+    gen = ctx.desired.generated_password
+    if gen is None or ctx.observed.find("Secret", gen.secret) is not None:
+        return []
+    return [actions.generate_password(gen, ctx.owner, f"create the superuser password Secret {gen.secret} "
+                                      "(no postgresPasswordSecretRef in the spec)")]
+
+
 def plan_infra(ctx: Context) -> list[Action]:
     out: list[Action] = []
     owner = ctx.owner

@@ -148,7 +148,7 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
 
     observed = observe.observe(client, desired.shard, namespace, cr=cr,
                                kinds=observe.kinds_to_list(desired.objects),
-                               metadata_kinds=[("v1", "Secret")] if desired.generated_tls else [])
+                               metadata_kinds=[("v1", "Secret")] if desired.observes_secrets else [])
     plan = planner.plan(desired, observed, now, delete=request.state == "absent",
                         cleanup_timeout=request.cleanup_timeout)
     result.plan, result.waiting, result.requeue_after = plan.lines(), plan.waiting, plan.requeue_after

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 
+from . import render_cell as cell_objects
 from . import render_infra as infra
 from .desired import Desired, DesiredPool, Manifest, PVCPolicy
 from .model import MultigresShardSpec
@@ -38,9 +39,11 @@ def _shard_objects(ctx: ShardContext) -> list[Manifest]:
         for cell in spec.pools[pool].cells:
             objects += [infra.headless_service(ctx, pool, cell), infra.pod_disruption_budget(ctx, pool, cell)]
     for cell in spec.multiorch_cells():
-        objects += [infra.multiorch_deployment(ctx, cell), infra.multiorch_service(ctx, cell)]
+        objects += [cell_objects.multiorch_deployment(ctx, cell), cell_objects.multiorch_service(ctx, cell)]
+    for cell in spec.multigateway_cells():
+        objects += [cell_objects.multigateway_deployment(ctx, cell), cell_objects.multigateway_service(ctx, cell)]
     if spec.backup.type == "filesystem":
-        objects += [infra.backup_pvc(ctx, cell) for cell in spec.pool_cells()]
+        objects += infra.backup_pvcs(ctx)
     return sorted(objects, key=sort_key)
 
 
@@ -83,7 +86,7 @@ def desired_state(
                         project_ref=project_ref)
     generated_tls = infra.generated_pgbackrest_tls(ctx) if ctx.spec.backup.pgbackrest_tls.mode == "auto" else None
     return Desired(shard=ctx.sid, namespace=namespace, objects=tuple(_shard_objects(ctx)), pools=_pools(ctx),
-                   generated_tls=generated_tls)
+                   generated_tls=generated_tls, generated_password=infra.generated_password(ctx))
 
 
 def manifests(desired: Desired) -> list[Manifest]:

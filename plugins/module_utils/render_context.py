@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from . import keys, layout, naming, spechash
 from .desired import Manifest
-from .model import MultigresShardSpec, SecretKeyRef
+from .model import ContainerImages, MultigresShardSpec, SecretKeyRef
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class ShardContext:
     postgres_config_hash: str
     project_ref: str
     password: SecretKeyRef
+    images: ContainerImages
     # Names are asked for many times per shard (every pod mounts the same ConfigMaps and Secrets);
     # naming's FNV hashing in pure Python dominated rendering before this cache.
     _names: dict[tuple, str] = field(default_factory=dict, compare=False, repr=False)
@@ -30,6 +31,10 @@ class ShardContext:
         if key not in self._names:
             self._names[key] = fn(self.sid, *args)
         return self._names[key]
+
+    @property
+    def version(self) -> keys.MultigresVersion:
+        return self.spec.multigres.version
 
     def meta(self, name: str, labels: Mapping[str, str], *, owned: bool = True) -> Manifest:
         meta: Manifest = {"name": name, "namespace": self.namespace, "labels": dict(labels)}
@@ -77,6 +82,7 @@ def build_context(
         postgres_config_hash="+".join(parts),
         project_ref=project_ref or spec.cluster_name,
         password=spec.password_secret(),
+        images=spec.container_images(),
     )
 
 

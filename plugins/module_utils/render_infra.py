@@ -1,18 +1,12 @@
-"""Everything around the pool pods: headless Services, PDBs, backup PVCs, MultiOrch, ConfigMaps, TLS."""
+"""Everything around the pool pods: headless Services, PDBs, backup PVCs, ConfigMaps, TLS.
+(The per-cell Deployments, multiorch and multigateway, are in render_cell.py.)"""
 
 from __future__ import annotations
 
 from . import keys, labels, layout, naming, spechash
-from .desired import GeneratedTLS
+from .desired import GeneratedPassword, GeneratedTLS
 from .render_context import Manifest, ShardContext, postgres_config_text
-from .render_pod import (
-    container_security,
-    pod_security,
-    probes,
-    pvc_spec,
-    resources,
-    scheduling,
-)
+from .render_parts import pvc_spec, svc_port
 
 # Our own default; same reach as the Go operator's (in-cluster trust for replication and for the
 # poolers), because Multigres wires no replication password in era A. Override with pgHbaTemplate.
@@ -32,12 +26,18 @@ host    all          all        ::/0         trust
 """
 
 
-def _svc_port(name: str, port: int) -> Manifest:
-    return {"name": name, "port": port, "targetPort": port, "protocol": "TCP"}
-
-
 def headless_service(ctx: ShardContext, pool: str, cell: str) -> Manifest:
     """DNS for `<pod>.<svc>.<ns>.svc`: the FQDN each multipooler publishes as its hostname."""
+    ports = [
+        svc_port("http", layout.MULTIPOOLER_HTTP),
+        svc_port("grpc", layout.MULTIPOOLER_GRPC),
+        svc_port("postgres", layout.POSTGRES),
+    ]
+    if ctx.version is keys.MultigresVersion.V0_1_0:
+        # Documentation only (DNS is what matters): replicas reach the primary's pgBackRest server here.
+        ports.append(svc_port("pgbackrest", layout.PGBACKREST))
+    if ctx.spec.monitoring.postgres_exporter.enabled:
+        ports.append(svc_port("metrics", layout.EXPORTER))
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -47,12 +47,7 @@ def headless_service(ctx: ShardContext, pool: str, cell: str) -> Manifest:
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": labels.pool_selector(ctx.sid, pool, cell),
-            "ports": [
-                _svc_port("http", layout.MULTIPOOLER_HTTP),
-                _svc_port("grpc", layout.MULTIPOOLER_GRPC),
-                _svc_port("postgres", layout.POSTGRES),
-                _svc_port("metrics", layout.EXPORTER),
-            ],
+            "ports": ports,
         },
     }
 
@@ -77,94 +72,27 @@ def pod_disruption_budget(ctx: ShardContext, pool: str, cell: str) -> Manifest:
     }
 
 
-def backup_pvc(ctx: ShardContext, cell: str) -> Manifest:
-    """The cell's shared filesystem backup volume; owned by the shard only when whenDeleted=Delete."""
+def _backup_pvc(ctx: ShardContext, name: str, pvc_labels: dict[str, str]) -> Manifest:
     owned = ctx.spec.pvc_deletion_policy.when_deleted == "Delete"
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": ctx.meta(
-            naming.backup_pvc_name(ctx.sid, cell),
-            {**labels.component_labels(ctx.sid, keys.COMPONENT_BACKUP), keys.LABEL_CELL: cell},
-            owned=owned,
-        ),
+        "metadata": ctx.meta(name, pvc_labels, owned=owned),
         "spec": pvc_spec(ctx.spec.backup.filesystem.storage),
     }
 
 
-def _multiorch_selector(ctx: ShardContext, cell: str) -> dict[str, str]:
-    return {
-        keys.LABEL_APP_COMPONENT: keys.COMPONENT_MULTIORCH,
-        keys.LABEL_APP_INSTANCE: ctx.sid.cluster,
-        **labels.shard_selector(ctx.sid),
-        keys.LABEL_CELL: cell,
-    }
+def backup_pvcs(ctx: ShardContext) -> list[Manifest]:
+    """The shared filesystem backup volume(s); owned by the shard only when whenDeleted=Delete.
 
-
-def multiorch_deployment(ctx: ShardContext, cell: str) -> Manifest:
-    spec, sid = ctx.spec, ctx.sid
-    orch = spec.multiorch
-    pod_labels = {**labels.component_labels(sid, keys.COMPONENT_MULTIORCH, orch.pod_labels), keys.LABEL_CELL: cell}
-    container = {
-        "name": "multiorch",
-        "image": spec.images.multiorch,
-        "imagePullPolicy": spec.images.image_pull_policy,
-        "args": [
-            "multiorch",
-            f"--http-port={layout.MULTIORCH_HTTP}",
-            f"--grpc-port={layout.MULTIORCH_GRPC}",
-            f"--topo-global-server-addresses={spec.global_topo_server.address}",
-            f"--topo-global-root={spec.global_topo_server.root_path}",
-            f"--cell={cell}",
-            f"--watch-targets={sid.database}/{sid.tablegroup}/{sid.shard}",
-            f"--log-level={spec.log_levels.multiorch}",
-        ],
-        "ports": [
-            {"name": "http", "containerPort": layout.MULTIORCH_HTTP, "protocol": "TCP"},
-            {"name": "grpc", "containerPort": layout.MULTIORCH_GRPC, "protocol": "TCP"},
-        ],
-        "resources": resources(orch.resources),
-        "securityContext": container_security(None),
-        **probes("/ready", "/live", layout.MULTIORCH_HTTP),
-    }
-    template_spec: Manifest = {
-        "enableServiceLinks": False,
-        "automountServiceAccountToken": False,
-        "securityContext": pod_security(None),
-        "containers": [container],
-        **scheduling(ctx, cell, {}, orch.affinity, orch.tolerations),
-    }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": ctx.meta(naming.multiorch_deployment_name(sid, cell),
-                             {**labels.component_labels(sid, keys.COMPONENT_MULTIORCH), keys.LABEL_CELL: cell}),
-        "spec": {
-            "replicas": orch.replicas,
-            "selector": {"matchLabels": _multiorch_selector(ctx, cell)},
-            "template": {
-                "metadata": {
-                    "labels": pod_labels,
-                    "annotations": {**orch.pod_annotations, keys.ANN_PROJECT_REF: ctx.project_ref},
-                },
-                "spec": template_spec,
-            },
-        },
-    }
-
-
-def multiorch_service(ctx: ShardContext, cell: str) -> Manifest:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": ctx.meta(naming.multiorch_service_name(ctx.sid, cell),
-                             {**labels.component_labels(ctx.sid, keys.COMPONENT_MULTIORCH), keys.LABEL_CELL: cell}),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": _multiorch_selector(ctx, cell),
-            "ports": [_svc_port("http", layout.MULTIORCH_HTTP), _svc_port("grpc", layout.MULTIORCH_GRPC)],
-        },
-    }
+    v0.1.0: one for the shard, because the Database record names one backup_location for every
+    pooler (a replica in another cell restores from the backups the primary took). Era A: one per
+    cell, as the Go operator renders it."""
+    base = labels.component_labels(ctx.sid, keys.COMPONENT_BACKUP)
+    if ctx.version is keys.MultigresVersion.V0_1_0:
+        return [_backup_pvc(ctx, naming.shard_backup_pvc_name(ctx.sid), base)]
+    return [_backup_pvc(ctx, naming.backup_pvc_name(ctx.sid, cell), {**base, keys.LABEL_CELL: cell})
+            for cell in ctx.spec.pool_cells()]
 
 
 def _configmap(ctx: ShardContext, name: str, data: dict[str, str]) -> Manifest:
@@ -190,12 +118,14 @@ PGBACKREST_COMMON_NAME = "pgbackrest"
 
 
 def pgbackrest_dns_names(ctx: ShardContext) -> list[str]:
-    """Every pool pod's FQDN, as wildcards under each pool and cell's headless Service."""
+    """Every pool pod's FQDN, as wildcards under each pool and cell's headless Service: the names
+    v0.1.0 multipoolers register as `--hostname`, where replicas reach the primary's pgBackRest."""
     domains = []
     for pool in sorted(ctx.spec.pools):
         for cell in ctx.spec.pools[pool].cells:
             svc = naming.headless_service_name(ctx.sid, pool, cell)
-            domains += [f"*.{svc}.{ctx.namespace}.svc", f"*.{svc}.{ctx.namespace}.svc.{layout.CLUSTER_DOMAIN}"]
+            domains += [f"*.{svc}.{ctx.namespace}.svc",
+                        naming.pooler_fqdn("*", svc, ctx.namespace, layout.CLUSTER_DOMAIN)]
     return domains
 
 
@@ -211,6 +141,14 @@ def generated_pgbackrest_tls(ctx: ShardContext) -> GeneratedTLS:
         fingerprint=fingerprint,
         labels=tuple(sorted(labels.component_labels(ctx.sid, keys.COMPONENT_BACKUP).items())),
     )
+
+
+def generated_password(ctx: ShardContext) -> GeneratedPassword | None:
+    """No `postgresPasswordSecretRef`: the engine makes the Secret the pods already name."""
+    if ctx.spec.postgres_password_secret_ref is not None:
+        return None
+    return GeneratedPassword(secret=ctx.password.name, key=ctx.password.key,
+                             labels=tuple(sorted(labels.component_labels(ctx.sid, keys.COMPONENT_POOL).items())))
 
 
 def pgbackrest_certificate(ctx: ShardContext) -> Manifest:

@@ -1,12 +1,14 @@
 """A real, local Kubernetes control plane for tests and the demo.
 
 Starts on 127.0.0.1 with free ports: etcd for the API server, kube-apiserver, kube-controller-manager
-(garbage collector, disruption, namespace and service-account controllers; no scheduler, no
-kubelet) and a second etcd for the Multigres topology. Everything runs from a private temporary
+(garbage collector, disruption, namespace and service-account controllers, plus the deployment and
+replicaset controllers with `workload_controllers=True`; no scheduler, no kubelet) and a second etcd
+for the Multigres topology. Everything runs from a private temporary
 directory and is stopped and removed by `stop()`.
 
 Standalone use (Molecule, manual poking):
     python -m multigres_pools.playground.cluster up --env-file /tmp/mgp.env   # prints KUBECONFIG=..., TOPO_ETCD=...
+    python -m multigres_pools.playground.cluster up --workloads --env-file /tmp/mgp.env   # + Deployments
     python -m multigres_pools.playground.cluster down --env-file /tmp/mgp.env
 """
 
@@ -37,6 +39,8 @@ from . import binaries, pki
 CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespace-controller",
                "serviceaccount-controller", "persistentvolumeclaim-protection-controller",
                "persistentvolume-protection-controller")
+# Deployments become ReplicaSets and pods only with these; a kubelet (process_kubelet.py) then runs them.
+WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller")
 
 
 def free_port() -> int:
@@ -129,8 +133,9 @@ def _kubeconfig(server: str, p: pki.Pki) -> str:
 class Cluster:
     """kube-apiserver + kube-controller-manager + etcd, plus a separate topology etcd."""
 
-    def __init__(self, workdir: Path | None = None) -> None:
+    def __init__(self, workdir: Path | None = None, *, workload_controllers: bool = False) -> None:
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="mgp-cluster-"))
+        self.controllers = CONTROLLERS + (WORKLOAD_CONTROLLERS if workload_controllers else ())
         self.paths = binaries.resolve()
         self.version = binaries.KUBE_VERSION
         self.pki = pki.generate(self.workdir / "pki")
@@ -219,7 +224,7 @@ class Cluster:
             f"--authentication-kubeconfig={self.kubeconfig}",
             f"--authorization-kubeconfig={self.kubeconfig}",
             "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-            f"--controllers={','.join(CONTROLLERS)}",
+            f"--controllers={','.join(self.controllers)}",
             "--leader-elect=false",
             "--use-service-account-credentials=false",
             f"--root-ca-file={self.pki.ca_cert}",
@@ -266,9 +271,11 @@ def _cli(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=("up", "down"))
     parser.add_argument("--env-file", required=True, type=Path,
                         help="where `up` writes KUBECONFIG/TOPO_ETCD/HARNESS_PIDS and `down` reads them")
+    parser.add_argument("--workloads", action="store_true",
+                        help="also run the deployment and replicaset controllers")
     args = parser.parse_args(argv)
     if args.command == "up":
-        cluster = Cluster().start()
+        cluster = Cluster(workload_controllers=args.workloads).start()
         procs = [cluster._controller_manager, cluster._apiserver, cluster.topo_etcd.process,
                  cluster.api_etcd.process]
         env = cluster.env() | {"HARNESS_PIDS": " ".join(str(p.pid) for p in procs if p)}

@@ -79,7 +79,7 @@ def postgres_image(doc: Manifest) -> str:
     """The postgres image the shard runs now (the spec's, or the model's default)."""
     from ansible_collections.multigres.pools.plugins.module_utils import model
 
-    return model.load_spec(doc["spec"]).images.postgres
+    return model.load_spec(doc["spec"]).container_images().postgres
 
 
 def next_image(current: str) -> str:
@@ -120,7 +120,8 @@ def converged(shard: Manifest | None, pods: list[Manifest], replicas: int, image
 
 
 def _images(pod: Manifest) -> list[str]:
-    return [c.get("image", "") for c in (pod.get("spec") or {}).get("containers") or []]
+    spec = pod.get("spec") or {}
+    return [c.get("image", "") for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]]
 
 
 def _short(name: str) -> str:

@@ -4,35 +4,54 @@ in the harness.
 It only writes what those components write, through the same status subresources: pod phase and
 the PodScheduled/Initialized/ContainersReady/Ready conditions plus container statuses, PVC phase and
 capacity, the FileSystemResizePending condition a CSI resizer leaves behind, and Deployment replica
-counts.
+counts. The status writers here are shared with `process_kubelet.py`, which really runs the pods.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.multigres.pools.plugins.module_utils import events
 from kubernetes import client
 
+Manifest = dict[str, Any]
 
-def _now() -> str:
+
+def now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _conditions(ready: bool) -> list[dict[str, Any]]:
-    stamp = _now()
-    value = "True" if ready else "False"
-    return [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp},
-        {"type": "Initialized", "status": "True", "lastTransitionTime": stamp},
-        {"type": "ContainersReady", "status": value, "lastTransitionTime": stamp},
-        {"type": "Ready", "status": value, "lastTransitionTime": stamp},
-    ]
+def pod_conditions(values: Mapping[str, bool], previous: list[Manifest] | None = None) -> list[Manifest]:
+    """Pod conditions in the given order; a condition whose status did not change keeps its
+    lastTransitionTime from `previous`, as the kubelet does."""
+    before = {c.get("type"): c for c in previous or []}
+    stamp = now()
+    out = []
+    for kind, value in values.items():
+        status = "True" if value else "False"
+        old = before.get(kind) or {}
+        since = old.get("lastTransitionTime") if old.get("status") == status else None
+        out.append({"type": kind, "status": status, "lastTransitionTime": since or stamp})
+    return out
+
+
+def _conditions(ready: bool) -> list[Manifest]:
+    return pod_conditions({"PodScheduled": True, "Initialized": True, "ContainersReady": ready, "Ready": ready})
+
+
+def record_event(core: client.CoreV1Api, involved: Mapping[str, Any], event_type: str, reason: str,
+                 message: str, *, host: str | None = None) -> None:
+    """A core/v1 Event from the kubelet about `involved` (a pod or a node reference)."""
+    body = events.event_manifest(involved, event_type, reason, message, component="kubelet",
+                                 instance=host or "kubelet", stamp=now(), host=host)
+    core.create_namespaced_event(body["metadata"]["namespace"] or "default", body)
 
 
 def _container_statuses(containers: list[Any], ready: bool, running: bool) -> list[dict[str, Any]]:
-    state = ({"running": {"startedAt": _now()}} if running
-             else {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": _now()}})
+    state = ({"running": {"startedAt": now()}} if running
+             else {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": now()}})
     return [{"name": c.name, "image": c.image, "imageID": "", "ready": ready, "restartCount": 0,
              "started": running, "state": state} for c in containers]
 
@@ -50,10 +69,15 @@ class FakeKubelet:
             "podIP": "127.0.0.1",
             "podIPs": [{"ip": "127.0.0.1"}],
             "hostIP": "127.0.0.1",
-            "startTime": _now(),
+            "startTime": now(),
             "initContainerStatuses": _container_statuses(pod.spec.init_containers or [], ready, running),
             "containerStatuses": _container_statuses(pod.spec.containers, ready, running),
         }
+        self.write_pod_status(namespace, name, status)
+
+    def write_pod_status(self, namespace: str, name: str, status: Manifest) -> None:
+        """A strategic-merge patch of the status subresource: conditions merge by type, so conditions
+        other components own (DisruptionTarget, readiness gates) survive."""
         self.core.patch_namespaced_pod_status(name, namespace, {"status": status})
 
     def mark_ready(self, namespace: str, name: str) -> None:
@@ -108,7 +132,7 @@ class FakeKubelet:
     def resize_pending(self, namespace: str, pvc_name: str) -> None:
         """What the external resizer leaves when the filesystem grows only on the next pod start."""
         self.core.patch_namespaced_persistent_volume_claim_status(pvc_name, namespace, {"status": {
-            "conditions": [{"type": "FileSystemResizePending", "status": "True", "lastTransitionTime": _now(),
+            "conditions": [{"type": "FileSystemResizePending", "status": "True", "lastTransitionTime": now(),
                             "message": "Waiting for user to (re-)start a pod to finish file system resize"}]}})
 
 

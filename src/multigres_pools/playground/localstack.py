@@ -313,7 +313,8 @@ def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
                     index=pod_index(pod), drain=(meta.get("annotations") or {}).get(keys.ANN_DRAIN_STATE),
                     role=(meta.get("labels") or {}).get(keys.LABEL_ROLE), ready=is_ready(pod),
                     deleting=bool(meta.get("deletionTimestamp")),
-                    images=tuple(c.get("image", "") for c in (pod.get("spec") or {}).get("containers") or []))
+                    images=tuple(c.get("image", "") for key in ("initContainers", "containers")
+                                 for c in (pod.get("spec") or {}).get(key) or []))
 
 
 class PodTimeline(threading.Thread):

@@ -52,11 +52,12 @@ def test_scale_3_to_5_to_2_with_a_no_op_pass_between(rig):  # type: ignore[no-un
 
 
 def test_rolling_update_of_the_image_touches_the_primary_last(rig):  # type: ignore[no-untyped-def]
-    rig.settle(spec(3))
+    era_a = {**spec(3), "multigres": {"version": "d782aa06"}}  # the layout with pgctld in `containers`
+    rig.settle(era_a)
     rig.agent.publish_roles(primary=_pod(1))
     before = {n: facts.uid(p) for n, p in rig.pods().items()}
     new_image = {"images": {"postgres": "ghcr.io/multigres/pgctld:sha-next"}}
-    body = {**spec(3), **new_image}
+    body = {**era_a, **new_image}
     saw_two_victims = False
     for _ in range(60):
         result = rig.run(body)

@@ -62,3 +62,17 @@ def test_auto_tls_secrets_are_created_once_and_reissued_from_the_same_ca(rig):  
     z2 = naming.headless_service_name(SID, POOL, "z2")
     assert f"*.{z2}.{rig.namespace}.svc" in _dns_names(reissued)
     assert facts.annotations(reissued)[keys.ANN_TLS_FINGERPRINT] != facts.annotations(leaf)[keys.ANN_TLS_FINGERPRINT]
+
+
+def test_generated_password_secret_is_created_once_and_never_reported(rig):  # type: ignore[no-untyped-def]
+    name = naming.password_secret_name(SID)
+    first = rig.run(spec(1), diff=True)
+    assert [a["name"] for a in first.actions if a["verb"] == "generate-password"] == [name]
+    secret = rig.client.get("v1", "Secret", rig.namespace, name)
+    value = secret["data"]["password"]
+    assert len(base64.b64decode(value)) >= 32
+    assert value not in json.dumps([first.actions, first.plan, first.diff], default=str)
+
+    rig.settle(spec(1))
+    assert not [a for a in rig.run(spec(1)).actions if a["verb"] == "generate-password"]
+    assert rig.client.get("v1", "Secret", rig.namespace, name)["data"] == {"password": value}

@@ -117,6 +117,12 @@ RICH = {
     "backup": {"pgbackrestTLS": {"mode": "secret", "secretName": "my-tls"}},
 }
 S3 = {"backup": {"type": "s3", "s3": {"bucket": "bkt", "region": "eu-west-1", "serviceAccountName": "pg"}}}
+# v0.1.0 (the default) with everything it alone renders: the gateway, the intervals, no exporter.
+RICH_V0_1 = {**RICH, "multigateway": {"enabled": True, "cells": ["zone2"], "tolerations": RICH["pools"]["default"][
+    "tolerations"]}, "multiorch": {**RICH["multiorch"], "poolerHealthCheckInterval": "500ms",
+                                   "recoveryCycleInterval": "500ms"},
+             "monitoring": {"postgresExporter": {"enabled": False}}}
+RICH_ERA_A = {**RICH, **corpus.ERA_A}
 
 
 def test_generated_crd_is_established(crd_installed):
@@ -124,7 +130,8 @@ def test_generated_crd_is_established(crd_installed):
     assert served["spec"]["versions"][0]["subresources"] == {"status": {}}
 
 
-@pytest.mark.parametrize("patch", [{}, RICH, S3], ids=["minimal", "rich", "s3"])
+@pytest.mark.parametrize("patch", [{}, RICH, RICH_V0_1, S3, corpus.ERA_A, RICH_ERA_A, {**S3, **corpus.ERA_A}],
+                         ids=["minimal", "rich", "rich-v0.1-gateway", "s3", "era-a", "era-a-rich", "era-a-s3"])
 def test_everything_rendered_passes_server_side_apply_dry_run(crd_installed, namespace, patch):
     cr = _shard(namespace, patch)
     created = apply(crd_installed, cr)
@@ -137,8 +144,9 @@ def test_everything_rendered_passes_server_side_apply_dry_run(crd_installed, nam
         apply(crd_installed, obj, dry_run=True)
 
 
-def test_applying_twice_changes_nothing(crd_installed, namespace):
-    cr = _shard(namespace, RICH)
+@pytest.mark.parametrize("patch", [RICH_V0_1, RICH_ERA_A], ids=["v0.1", "era-a"])
+def test_applying_twice_changes_nothing(crd_installed, namespace, patch):
+    cr = _shard(namespace, patch)
     created = apply(crd_installed, cr)
     desired = render.desired_state(model.load_spec(cr["spec"]), namespace,
                                    owner={"name": "demo", "uid": created["metadata"]["uid"]})

@@ -105,7 +105,8 @@ def _run(args: list[str], seed: str) -> None:
 def test_output_is_byte_identical_across_hash_seeds(tmp_path):
     spec = corpus.spec({"pools": {"b": {"cells": ["z2", "z1"]}, "default": {"cells": ["z1"]}},
                         "postgresConfig": {"work_mem": "8MB", "max_connections": "100"},
-                        "cellTopologyLabels": {"z1": {"a": "1", "b": "2"}, "z2": {"b": "2", "a": "1"}}})
+                        "cellTopologyLabels": {"z1": {"a": "1", "b": "2"}, "z2": {"b": "2", "a": "1"}},
+                        "multigateway": {"enabled": True}, "multiorch": {"recoveryCycleInterval": "500ms"}})
     src = _write_doc(tmp_path / "shard.yaml", spec)
     trees = []
     for seed in ("0", "4242"):

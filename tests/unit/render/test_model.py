@@ -30,6 +30,10 @@ def test_minimal_spec_gets_the_documented_defaults():
     assert spec.global_topo_server.root_path == "/multigres/global"
     assert spec.password_secret() == model.SecretKeyRef(name=naming.password_secret_name(spec.shard_id), key="password")
     assert spec.multiorch_cells() == ["zone1"]
+    assert spec.multigres.version == "v0.1.0" and spec.container_images().postgres == "ghcr.io/multigres/pgctld:v0.1.0"
+    assert spec.monitoring.postgres_exporter.enabled and not spec.multigateway.enabled
+    assert spec.multigateway_cells() == []
+    assert (spec.multiorch.pooler_health_check_interval, spec.multiorch.recovery_cycle_interval) == (None, None)
 
 
 def test_pool_policy_overrides_the_shard_field_by_field():

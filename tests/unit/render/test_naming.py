@@ -35,6 +35,16 @@ def test_worked_example_from_the_contract():
     assert naming.backup_pvc_name(EXAMPLE, "zone1") == "backup-data-mycluster-postgres-default-0-inf-zone1-ca9b1d9d"
 
 
+def test_v0_1_names():
+    # Hashes computed outside naming.py, like the ones above.
+    assert naming.shard_backup_pvc_name(EXAMPLE) == "backup-data-mycluster-postgres-default-0-inf-65b089fa"
+    gateway = "mycluster-postgres-default-0-inf-multigateway-zone1-a68b5d79"
+    assert naming.multigateway_deployment_name(EXAMPLE, "zone1") == gateway
+    assert naming.multigateway_service_name(EXAMPLE, "zone1") == gateway  # 60 characters: fits a Service
+    assert naming.shard_backup_pvc_name(LONG) == "backup-data-production-analytics-cluster-postgres-de---da9e9593"
+    assert naming.pooler_fqdn("pod-0", "svc", "ns", "cluster.local") == "pod-0.svc.ns.svc.cluster.local"
+
+
 def test_shard_level_names_hang_off_the_shard_resource_name():
     base = "mycluster-postgres-default-0-inf-dc54e8a3"
     assert naming.shard_resource_name(EXAMPLE) == base

@@ -1,0 +1,151 @@
+"""Pool pod containers for Multigres v0.1.0 (shared/reference/multigres-v0.1.md §5).
+
+pgctld is the native sidecar (an init container with `restartPolicy: Always`): it starts first and
+is stopped only after multipooler, the main container, has exited. So SIGTERM reaches multipooler
+first, which makes the pooler INELIGIBLE, lets multiorch take it out of the cohort, and stops
+PostgreSQL through a pgctld that is still running. Every container names its binary in `command`
+(the images' entrypoints are not ours to rely on), and every flag is spelled out even where it
+equals Multigres' default, so the pod says exactly what runs.
+"""
+
+from __future__ import annotations
+
+from . import layout, naming
+from .model import Pool
+from .render_context import Manifest, ShardContext
+from .render_parts import (
+    container_security,
+    field_env,
+    http_probe,
+    pgctld_config,
+    pool_mounts,
+    port,
+    postgres_env,
+    resources,
+)
+
+POD_NAME_ENV = "POD_NAME"
+# multipooler's HTTP server answers /live before its manager is ready; pgctld's /ready waits for
+# PostgreSQL (initdb, a restore or the first backup can take minutes), so only readiness uses it.
+_STARTUP_PERIOD, _STARTUP_FAILURES = 5, 60  # 5 minutes to bring the HTTP endpoints up
+
+
+def _password_env() -> Manifest:
+    return {"name": "POSTGRES_PASSWORD_FILE", "value": f"{layout.PASSWORD_DIR}/{layout.PASSWORD_FILE}"}
+
+
+def _password_mount() -> Manifest:
+    return {"name": layout.VOL_PASSWORD, "mountPath": layout.PASSWORD_DIR, "readOnly": True}
+
+
+def password_volume(ctx: ShardContext) -> Manifest:
+    """The superuser password Secret as the one file POSTGRES_PASSWORD_FILE names (mode 0440: the
+    fsGroup reads it, nobody else in the pod needs to)."""
+    return {"name": layout.VOL_PASSWORD, "secret": {
+        "secretName": ctx.password.name, "defaultMode": 0o440,
+        "items": [{"key": ctx.password.key, "path": layout.PASSWORD_FILE}]}}
+
+
+def _probes(ready: str, live: str, port_number: int) -> Manifest:
+    return {
+        "startupProbe": http_probe(live, port_number, _STARTUP_PERIOD, _STARTUP_FAILURES),
+        "livenessProbe": http_probe(live, port_number, 10),
+        "readinessProbe": http_probe(ready, port_number, 5),
+    }
+
+
+def pooler_hostname(ctx: ShardContext, pool_name: str, cell: str) -> str:
+    """The `--hostname` multipooler registers: the pod's FQDN under its headless Service, with the
+    pod name left to the kubelet (`$(POD_NAME)`), so one pod template serves every index."""
+    svc = ctx.name(naming.headless_service_name, pool_name, cell)
+    return naming.pooler_fqdn(f"$({POD_NAME_ENV})", svc, ctx.namespace, layout.CLUSTER_DOMAIN)
+
+
+def _multipooler(ctx: ShardContext, pool: Pool, pool_name: str, cell: str, service_id: str) -> Manifest:
+    spec, sid = ctx.spec, ctx.sid
+    args = [
+        f"--cell={cell}",
+        f"--database={sid.database}",
+        f"--table-group={sid.tablegroup}",
+        f"--shard={sid.shard}",
+        f"--service-id={service_id}",
+        f"--hostname={pooler_hostname(ctx, pool_name, cell)}",
+        f"--topo-global-server-addresses={spec.global_topo_server.address}",
+        f"--topo-global-root={spec.global_topo_server.root_path}",
+        f"--http-port={layout.MULTIPOOLER_HTTP}",
+        f"--grpc-port={layout.MULTIPOOLER_GRPC}",
+        f"--pooler-dir={layout.POOLER_DIR}",
+        f"--pg-port={layout.POSTGRES}",
+        f"--socket-file={layout.PG_SOCKET_FILE}",
+        # Explicit: the default (localhost:15200) is multipooler's own HTTP port.
+        f"--pgctld-addr=localhost:{layout.PGCTLD_GRPC}",
+        f"--pgbackrest-port={layout.PGBACKREST}",
+        f"--pgbackrest-cert-file={layout.CERT_DIR}/pgbackrest.crt",
+        f"--pgbackrest-key-file={layout.CERT_DIR}/pgbackrest.key",
+        f"--pgbackrest-ca-file={layout.CERT_DIR}/ca.crt",
+        f"--connpool-global-capacity={layout.CONNPOOL_GLOBAL_CAPACITY}",
+        f"--connpool-admin-capacity={layout.CONNPOOL_ADMIN_CAPACITY}",
+        f"--log-level={spec.log_levels.multipooler}",
+    ]
+    return {
+        "name": "multipooler",
+        "image": ctx.images.multipooler,
+        "imagePullPolicy": spec.images.image_pull_policy,
+        "command": [f"{layout.MULTIGRES_BIN_DIR}/multipooler"],
+        "args": args,
+        "ports": [port("http", layout.MULTIPOOLER_HTTP), port("grpc", layout.MULTIPOOLER_GRPC)],
+        "env": [field_env(POD_NAME_ENV, "metadata.name"), *postgres_env(ctx, _password_env())],
+        "volumeMounts": [*pool_mounts(ctx), _password_mount()],
+        "resources": resources(pool.multipooler.resources),
+        "securityContext": container_security(pool.fs_group),
+        **_probes("/ready", "/live", layout.MULTIPOOLER_HTTP),
+    }
+
+
+def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
+    spec = ctx.spec
+    extra_args, extra_env, mounts = pgctld_config(ctx)
+    args = [
+        "server",
+        f"--pooler-dir={layout.POOLER_DIR}",
+        f"--pg-port={layout.POSTGRES}",
+        "--pg-listen-addresses=*",
+        f"--timeout={layout.PGCTLD_TIMEOUT_SECONDS}",
+        f"--http-port={layout.PGCTLD_HTTP}",
+        f"--grpc-port={layout.PGCTLD_GRPC}",
+        f"--grpc-socket-file={layout.PGCTLD_GRPC_SOCKET}",
+        f"--pg-hba-template={layout.PGCTLD_CONFIG_DIR}/{layout.PG_HBA_KEY}",
+        *extra_args,
+        # Both set: pgctld runs the pgBackRest TLS server only with a port and a cert dir.
+        f"--pgbackrest-port={layout.PGBACKREST}",
+        f"--pgbackrest-cert-dir={layout.CERT_DIR}",
+        f"--log-level={spec.log_levels.pgctld}",
+    ]
+    return {
+        "name": "postgres",
+        "image": ctx.images.postgres,
+        "imagePullPolicy": spec.images.image_pull_policy,
+        # A native sidecar: started before, and stopped after, multipooler.
+        "restartPolicy": "Always",
+        "command": [layout.PGCTLD_BIN],
+        "args": args,
+        "ports": [
+            port("pgctld-http", layout.PGCTLD_HTTP),
+            port("pgctld-grpc", layout.PGCTLD_GRPC),
+            port("postgres", layout.POSTGRES),
+            port("pgbackrest", layout.PGBACKREST),
+        ],
+        "env": postgres_env(ctx, _password_env()) + extra_env,
+        "volumeMounts": [*pool_mounts(ctx, *mounts), _password_mount()],
+        "resources": resources(pool.postgres.resources),
+        "securityContext": container_security(pool.fs_group),
+        # /ready: PostgreSQL accepts on its socket and pgctld's gRPC is up; the pod is Ready then.
+        **_probes("/ready", "/live", layout.PGCTLD_HTTP),
+    }
+
+
+def pool_containers(ctx: ShardContext, pool_name: str, cell: str,
+                    service_id: str) -> tuple[list[Manifest], list[Manifest]]:
+    """(initContainers, containers) of a v0.1.0 pool pod, without the optional exporter."""
+    pool = ctx.spec.pools[pool_name]
+    return [_pgctld(ctx, pool)], [_multipooler(ctx, pool, pool_name, cell, service_id)]

@@ -1,0 +1,355 @@
+"""The v0.1.0 rendering (shared/reference/multigres-v0.1.md §5): pod layout, golden container args,
+the password file, probes, the shard-wide backup PVC, images per version, the optional exporter,
+multiorch intervals and the optional multigateway."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.multigres.pools.plugins.module_utils import keys, layout, model, naming, render
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests import render_corpus as corpus
+
+SID = naming.ShardId("demo", "postgres", "default", "0-inf")
+POD0 = naming.pod_name(SID, "default", "zone1", 0)
+HEADLESS = naming.headless_service_name(SID, "default", "zone1")
+
+
+def _render(patch=None, namespace="db", **kwargs):
+    return render.desired_state(model.load_spec(corpus.spec(patch)), namespace, **kwargs)
+
+
+def _by_kind(objects, kind):
+    return [o for o in objects if o["kind"] == kind]
+
+
+def _containers(pod_spec):
+    return pod_spec.get("initContainers", []) + pod_spec["containers"]
+
+
+def _container(pod_spec, name):
+    return next(c for c in _containers(pod_spec) if c["name"] == name)
+
+
+def _deployment(desired, component, cell="zone1"):
+    (dep,) = [d for d in _by_kind(desired.objects, "Deployment")
+              if d["metadata"]["labels"][keys.LABEL_APP_COMPONENT] == component
+              and d["metadata"]["labels"][keys.LABEL_CELL] == cell]
+    return dep["spec"]["template"]["spec"]
+
+
+def test_v0_1_is_the_default_with_pgctld_as_the_sidecar():
+    spec = _render().pools[0].pod(0)["spec"]
+    assert [(c["name"], c.get("restartPolicy")) for c in spec["initContainers"]] == [("postgres", "Always")]
+    assert [(c["name"], c.get("restartPolicy")) for c in spec["containers"]] == [
+        ("multipooler", None), ("postgres-exporter", None)]
+    assert spec["terminationGracePeriodSeconds"] == 45
+    assert _container(spec, "postgres")["image"] == "ghcr.io/multigres/pgctld:v0.1.0"
+    assert _container(spec, "multipooler")["image"] == "ghcr.io/multigres/multigres:v0.1.0"
+    assert spec["hostname"] == POD0 and spec["subdomain"] == HEADLESS
+
+
+def test_multipooler_args_golden():
+    pooler = _container(_render().pools[0].pod(0)["spec"], "multipooler")
+    assert pooler["command"] == ["/multigres/bin/multipooler"]
+    assert pooler["args"] == [
+        "--cell=zone1",
+        "--database=postgres",
+        "--table-group=default",
+        "--shard=0-inf",
+        f"--service-id={naming.service_id(POD0)}",
+        f"--hostname=$(POD_NAME).{HEADLESS}.db.svc.cluster.local",
+        "--topo-global-server-addresses=etcd-0.etcd:2379",
+        "--topo-global-root=/multigres/global",
+        "--http-port=15200",
+        "--grpc-port=15270",
+        "--pooler-dir=/var/lib/pooler",
+        "--pg-port=5432",
+        "--socket-file=/var/lib/pooler/pg_sockets/.s.PGSQL.5432",
+        "--pgctld-addr=localhost:15470",
+        "--pgbackrest-port=8432",
+        "--pgbackrest-cert-file=/certs/pgbackrest/pgbackrest.crt",
+        "--pgbackrest-key-file=/certs/pgbackrest/pgbackrest.key",
+        "--pgbackrest-ca-file=/certs/pgbackrest/ca.crt",
+        "--connpool-global-capacity=40",
+        "--connpool-admin-capacity=5",
+        "--log-level=info",
+    ]
+    assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}} \
+        in pooler["env"]
+    assert [(p["name"], p["containerPort"]) for p in pooler["ports"]] == [("http", 15200), ("grpc", 15270)]
+
+
+def test_pgctld_args_golden_with_and_without_the_optional_config():
+    pgctld = _container(_render().pools[0].pod(0)["spec"], "postgres")
+    assert pgctld["command"] == ["/usr/local/bin/pgctld"]
+    assert pgctld["args"] == [
+        "server",
+        "--pooler-dir=/var/lib/pooler",
+        "--pg-port=5432",
+        "--pg-listen-addresses=*",
+        "--timeout=60",
+        "--http-port=15400",
+        "--grpc-port=15470",
+        "--grpc-socket-file=/var/lib/pooler/pgctld.sock",
+        "--pg-hba-template=/etc/pgctld/pg_hba_template.conf",
+        "--pgbackrest-port=8432",
+        "--pgbackrest-cert-dir=/certs/pgbackrest",
+        "--log-level=info",
+    ]
+    assert [(p["name"], p["containerPort"]) for p in pgctld["ports"]] == [
+        ("pgctld-http", 15400), ("pgctld-grpc", 15470), ("postgres", 5432), ("pgbackrest", 8432)]
+    full = _render({"postgresConfigRef": {"name": "tmpl"}, "postgresConfig": {"work_mem": "8MB"},
+                    "initdbArgs": "--data-checksums", "logLevels": {"pgctld": "debug"}})
+    pgctld = _container(full.pools[0].pod(0)["spec"], "postgres")
+    assert "--postgres-config-template=/etc/pgctld/postgres/postgresql.conf.tmpl" in pgctld["args"]
+    assert "--log-level=debug" in pgctld["args"]
+    env = {e["name"]: e.get("value") for e in pgctld["env"]}
+    assert env["POSTGRES_INITDB_EXTRA_CONF"] == "/etc/pgctld/postgres-config/postgresql.conf"
+    assert env["POSTGRES_INITDB_ARGS"] == "--data-checksums"
+    mounts = {m["name"]: m["mountPath"] for m in pgctld["volumeMounts"]}
+    assert mounts["postgres-config-template"] == "/etc/pgctld/postgres" and mounts["postgres-config"] == \
+        "/etc/pgctld/postgres-config"
+
+
+def test_pgctld_and_multipooler_agree_on_the_shared_settings():
+    spec = _render().pools[0].pod(0)["spec"]
+    flags = {name: dict(a[2:].split("=", 1) for a in _container(spec, name)["args"] if a.startswith("--"))
+             for name in ("postgres", "multipooler")}
+    for flag in ("pooler-dir", "pg-port", "pgbackrest-port"):
+        assert flags["postgres"][flag] == flags["multipooler"][flag], flag
+    assert flags["multipooler"]["pgctld-addr"] == f"localhost:{flags['postgres']['grpc-port']}"
+    assert flags["multipooler"]["socket-file"].startswith(f"{flags['postgres']['pooler-dir']}/pg_sockets/")
+    envs = [{e["name"]: e for e in _container(spec, n)["env"]} for n in ("postgres", "multipooler")]
+    for name in ("PGDATA", "POSTGRES_USER", "POSTGRES_PASSWORD_FILE"):
+        assert envs[0][name] == envs[1][name]
+
+
+def test_the_password_is_a_mounted_secret_file_never_an_env_value():
+    desired = _render({"postgresPasswordSecretRef": {"name": "pg-pass", "key": "pw"},
+                       "backup": {"type": "s3", "s3": {"bucket": "b-1", "region": "r", "credentialsSecret": "aws"}}})
+    spec = desired.pools[0].pod(0)["spec"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "postgres-password"]
+    assert volume == {"name": "postgres-password", "secret": {
+        "secretName": "pg-pass", "defaultMode": 0o440, "items": [{"key": "pw", "path": "password"}]}}
+    for name in ("postgres", "multipooler"):
+        container = _container(spec, name)
+        env = {e["name"]: e for e in container["env"]}
+        assert env["POSTGRES_PASSWORD_FILE"]["value"] == "/etc/postgres-password/password"
+        assert "POSTGRES_PASSWORD" not in env
+        assert {"name": "postgres-password", "mountPath": "/etc/postgres-password", "readOnly": True} in \
+            container["volumeMounts"]
+    for container in _containers(spec):
+        for env in container.get("env", []):
+            if "value" in env:  # every literal value is a path, a name or a setting, never a credential
+                assert env["name"] in {"PGDATA", "POSTGRES_USER", "POSTGRES_PASSWORD_FILE", "AWS_REGION",
+                                       "DATA_SOURCE_URI", "DATA_SOURCE_USER"}, env
+    assert not _by_kind(render.manifests(desired), "Secret")
+
+
+def test_probes_let_the_sidecar_start_and_wait_for_postgres_only_for_readiness():
+    spec = _render().pools[0].pod(0)["spec"]
+    pgctld, pooler = _container(spec, "postgres"), _container(spec, "multipooler")
+    # The sidecar's startup probe gates multipooler's start: it must not wait for PostgreSQL,
+    # which only runs once multipooler asks pgctld for it.
+    assert pgctld["startupProbe"]["httpGet"] == {"path": "/live", "port": layout.PGCTLD_HTTP}
+    assert pgctld["readinessProbe"]["httpGet"] == {"path": "/ready", "port": layout.PGCTLD_HTTP}
+    assert pooler["livenessProbe"]["httpGet"] == {"path": "/live", "port": layout.MULTIPOOLER_HTTP}
+    for container in (pgctld, pooler):
+        startup = container["startupProbe"]
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= 300  # generous: initdb, restore
+
+
+def test_every_port_is_named_and_unique_in_the_pod():
+    for patch in ({}, corpus.ERA_A):
+        spec = _render(patch).pools[0].pod(0)["spec"]
+        ports = [p for c in _containers(spec) for p in c.get("ports", [])]
+        assert all(p["name"] and p["protocol"] == "TCP" for p in ports)
+        assert len({p["name"] for p in ports}) == len(ports) == len({p["containerPort"] for p in ports})
+
+
+def test_every_v0_1_container_names_its_binary():
+    desired = _render({"multigateway": {"enabled": True}})
+    pods = [desired.pools[0].pod(0)["spec"]] + [d["spec"]["template"]["spec"]
+                                                for d in _by_kind(desired.objects, "Deployment")]
+    binaries = {c["name"]: c.get("command", [None])[0] for spec in pods for c in _containers(spec)}
+    assert binaries == {
+        "postgres": "/usr/local/bin/pgctld", "multipooler": "/multigres/bin/multipooler",
+        "multiorch": "/multigres/bin/multiorch", "multigateway": "/multigres/bin/multigateway",
+        "postgres-exporter": "/bin/postgres_exporter",
+    }
+    era_a = _render(corpus.ERA_A).pools[0].pod(0)["spec"]
+    assert "command" not in _container(era_a, "postgres-exporter")  # as the Go operator renders it
+
+
+names = st.from_regex(r"\A[a-z][a-z0-9-]{0,40}[a-z0-9]\Z")
+cells = st.from_regex(r"\A[a-z][a-z0-9-]{0,50}[a-z0-9]\Z")  # up to the v0.1.0 limit of 52
+
+
+@settings(max_examples=60, deadline=None)
+@given(cluster=names, pool=names, cell=cells, index=st.integers(0, 31))
+def test_service_id_and_registered_hostname_meet_multigres_limits(cluster, pool, cell, index):
+    spec = model.load_spec(corpus.spec({"clusterName": cluster, "pools": None}) | {"pools": {pool: {"cells": [cell]}}})
+    pod = render.desired_state(spec, "ns").pools[0].pod(index)
+    pooler = _container(pod["spec"], "multipooler")
+    flags = dict(a[2:].split("=", 1) for a in pooler["args"])
+    # multipooler refuses underscores in the cell and the service id, and cell_name over 63 characters.
+    assert "_" not in flags["service-id"] and "_" not in flags["cell"]
+    assert len(f"{flags['cell']}_{flags['service-id']}") <= 63
+    hostname = flags["hostname"].replace("$(POD_NAME)", pod["metadata"]["name"])
+    assert hostname == f"{pod['spec']['hostname']}.{pod['spec']['subdomain']}.ns.svc.cluster.local"
+    assert all(0 < len(label) <= 63 for label in hostname.split(".")) and len(hostname) <= 253
+
+
+def test_the_cell_name_limit_is_v0_1_only():
+    assert model.V0_1_MAX_POOL_CELL == 52
+    cell = "z" * 53
+    with pytest.raises(model.SpecError, match="v0-1-cell-name-length"):
+        model.load_spec(corpus.spec({"pools": {"default": {"cells": [cell]}}}))
+    model.load_spec(corpus.spec({"pools": {"default": {"cells": [cell]}}, **corpus.ERA_A}))
+    model.load_spec(corpus.spec({"pools": {"default": {"cells": ["z" * 52]}}}))
+
+
+def test_backup_pvc_is_one_per_shard_and_every_pod_mounts_it():
+    desired = _render({"pools": {"default": {"cells": ["zone1", "zone2"]}, "extra": {"cells": ["zone3"]}}})
+    (pvc,) = _by_kind(desired.objects, "PersistentVolumeClaim")
+    assert pvc["metadata"]["name"] == naming.shard_backup_pvc_name(SID)
+    assert keys.LABEL_CELL not in pvc["metadata"]["labels"]
+    claims = {v["persistentVolumeClaim"]["claimName"] for pool in desired.pools
+              for v in pool.pod(0)["spec"]["volumes"] if v["name"] == "backup-data"}
+    assert claims == {pvc["metadata"]["name"]}
+    rwx = _render({"backup": {"filesystem": {"storage": {"accessModes": ["ReadWriteMany"], "class": "nfs"}}}})
+    (pvc,) = _by_kind(rwx.objects, "PersistentVolumeClaim")
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"] and pvc["spec"]["storageClassName"] == "nfs"
+    s3 = _render({"backup": {"type": "s3", "s3": {"bucket": "b-1", "region": "r"}}})
+    assert _by_kind(s3.objects, "PersistentVolumeClaim") == []
+
+
+def test_images_follow_the_version_unless_set_and_a_version_change_rolls_the_pods():
+    v01, era_a = _render(), _render(corpus.ERA_A)
+    images = {c["name"]: c["image"] for c in _containers(era_a.pools[0].pod(0)["spec"])}
+    assert images["multipooler"] == "ghcr.io/multigres/multigres:sha-d782aa0"
+    assert images["postgres"] == "ghcr.io/multigres/pgctld:sha-d782aa0"
+    assert _deployment(era_a, "multiorch")["containers"][0]["image"] == "ghcr.io/multigres/multigres:sha-d782aa0"
+    assert _deployment(v01, "multiorch")["containers"][0]["image"] == "ghcr.io/multigres/multigres:v0.1.0"
+    assert v01.pools[0].spec_hash != era_a.pools[0].spec_hash
+    pinned = _render({"images": {"postgres": "registry.local/pgctld:17", "multipooler": "registry.local/mg:1"},
+                      **corpus.ERA_A})
+    images = {c["name"]: c["image"] for c in _containers(pinned.pools[0].pod(0)["spec"])}
+    assert (images["postgres"], images["multipooler"]) == ("registry.local/pgctld:17", "registry.local/mg:1")
+    # The model keeps what the user wrote: the CR in Git never pins the version's defaults.
+    assert model.load_spec(corpus.spec()).images.postgres is None
+
+
+@pytest.mark.parametrize("patch", [{}, corpus.ERA_A], ids=["v0.1.0", "era-a"])
+def test_the_exporter_can_be_turned_off(patch):
+    off = _render({**patch, "monitoring": {"postgresExporter": {"enabled": False}}})
+    pod = off.pools[0].pod(0)
+    assert "postgres-exporter" not in [c["name"] for c in _containers(pod["spec"])]
+    assert not any(k.startswith("prometheus.io/") for k in pod["metadata"]["annotations"])
+    (svc,) = [s for s in _by_kind(off.objects, "Service") if s["spec"].get("clusterIP") == "None"]
+    assert "metrics" not in [p["name"] for p in svc["spec"]["ports"]]
+    on = _render(patch).pools[0].pod(0)
+    assert on["metadata"]["annotations"][keys.ANN_PROMETHEUS_PORT] == "9187"
+
+
+def test_headless_service_ports():
+    (svc,) = [s for s in _by_kind(_render().objects, "Service") if s["spec"].get("clusterIP") == "None"]
+    assert [(p["name"], p["port"]) for p in svc["spec"]["ports"]] == [
+        ("http", 15200), ("grpc", 15270), ("postgres", 5432), ("pgbackrest", 8432), ("metrics", 9187)]
+    assert svc["spec"]["publishNotReadyAddresses"] is True
+
+
+def test_multiorch_v0_1_args_and_intervals():
+    spec = _deployment(_render({"multiorch": {"poolerHealthCheckInterval": "500ms",
+                                              "recoveryCycleInterval": "1.5s"}}), "multiorch")
+    (orch,) = spec["containers"]
+    assert orch["command"] == ["/multigres/bin/multiorch"]
+    assert orch["args"] == [
+        "--http-port=15300", "--grpc-port=15370",
+        "--topo-global-server-addresses=etcd-0.etcd:2379", "--topo-global-root=/multigres/global",
+        "--cell=zone1", "--watch-targets=postgres/default/0-inf", "--log-level=info",
+        "--service-id=$(POD_NAME)", "--hostname=$(POD_IP)",
+        "--pooler-health-check-interval=500ms", "--recovery-cycle-interval=1.5s",
+    ]
+    assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in orch["env"]} == {
+        "POD_NAME": "metadata.name", "POD_IP": "status.podIP"}
+    assert orch["readinessProbe"]["httpGet"] == {"path": "/ready", "port": 15300}
+    default = _deployment(_render(), "multiorch")["containers"][0]["args"]
+    assert not any("interval" in a for a in default)
+
+
+def test_era_a_multiorch_takes_the_intervals_too_and_nothing_else_new():
+    (orch,) = _deployment(_render({"multiorch": {"recoveryCycleInterval": "500ms"}, **corpus.ERA_A}),
+                          "multiorch")["containers"]
+    assert orch["args"][0] == "multiorch" and "command" not in orch and "env" not in orch
+    assert orch["args"][-1] == "--recovery-cycle-interval=500ms"
+    assert not any(a.startswith(("--hostname", "--service-id")) for a in orch["args"])
+
+
+def test_multigateway_is_off_by_default_and_per_cell_when_enabled():
+    assert not [o for o in _render().objects if o["metadata"]["labels"].get(keys.LABEL_APP_COMPONENT) ==
+                keys.COMPONENT_MULTIGATEWAY]
+    desired = _render({"pools": {"default": {"cells": ["zone1", "zone2"]}},
+                       "multigateway": {"enabled": True, "replicas": 2, "cells": ["zone2"]},
+                       "logLevels": {"multigateway": "debug"}})
+    gateway = [o for o in desired.objects
+               if o["metadata"]["labels"].get(keys.LABEL_APP_COMPONENT) == keys.COMPONENT_MULTIGATEWAY]
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in gateway) == [
+        ("Deployment", naming.multigateway_deployment_name(SID, "zone2")),
+        ("Service", naming.multigateway_service_name(SID, "zone2"))]
+    dep = next(o for o in gateway if o["kind"] == "Deployment")
+    assert dep["spec"]["replicas"] == 2
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["/multigres/bin/multigateway"]
+    assert container["args"] == [
+        "--http-port=15100", "--grpc-port=15170", "--pg-port=15432",
+        "--topo-global-server-addresses=etcd-0.etcd:2379", "--topo-global-root=/multigres/global",
+        "--cell=zone2", "--log-level=debug", "--service-id=$(POD_NAME)", "--hostname=$(POD_IP)"]
+    assert container["startupProbe"]["httpGet"]["path"] == "/live"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
+    svc = next(o for o in gateway if o["kind"] == "Service")
+    assert {"name": "postgres", "port": 5432, "targetPort": 15432, "protocol": "TCP"} in svc["spec"]["ports"]
+    assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+    assert dep["spec"]["template"]["metadata"]["labels"].items() >= svc["spec"]["selector"].items()
+
+
+def test_version_and_durations_in_the_model():
+    assert model.load_spec(corpus.spec()).multigres.version is keys.MultigresVersion.V0_1_0
+    assert model.load_spec(corpus.spec(corpus.ERA_A)).multigres.version is keys.MultigresVersion.ERA_A
+    assert model.go_duration_seconds("1h1m1.5s250ms") == 3661.75
+    assert model.spec_to_dict(model.load_spec(corpus.spec()))["multigres"] == {"version": "v0.1.0"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789.mshu ", max_size=10))
+def test_interval_accepted_exactly_when_go_would_parse_it_as_positive(text):
+    spec = corpus.spec({"multiorch": {"poolerHealthCheckInterval": text}})
+    valid = re.fullmatch(model.GO_DURATION_PATTERN, text) is not None and model.go_duration_seconds(text) > 0
+    try:
+        model.load_spec(spec)
+    except model.SpecError as err:
+        assert not valid and all(e.startswith("spec.multiorch.poolerHealthCheckInterval") for e in err.errors)
+    else:
+        assert valid
+
+
+def test_render_is_deterministic_for_every_v0_1_object():
+    patch = {"pools": {"default": {"cells": ["a", "b"]}}, "multigateway": {"enabled": True},
+             "multiorch": {"poolerHealthCheckInterval": "500ms"}}
+    assert render.manifests(_render(patch)) == render.manifests(_render(patch))
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[3] / "examples").glob("*.y*ml")),
+                         ids=lambda p: p.name)
+def test_every_example_declares_its_version_and_renders(path):
+    doc = yaml.safe_load(path.read_text())
+    shard = doc.get("multigres_shard", doc)
+    assert shard["spec"]["multigres"]["version"] in set(keys.MultigresVersion)
+    desired = render.desired_state(model.load_spec(shard["spec"]), "ns")
+    assert render.manifests(desired)
