@@ -148,9 +148,11 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     def plane_factory(declared: keys.MultigresVersion) -> dataplane.DataPlane:
         return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout, dial_host=dial_host)
 
-    dp = overrides.pop("dataplane", None) or plane_factory(version)
+    # A given adapter (tests, the local stack's era-A doubles) serves every shard, whatever it declares.
+    pinned = overrides.pop("dataplane", None)
+    dp = pinned or plane_factory(version)
     ctx = Context(kube=Kube(api), dataplane=dp, config=config, metrics=Metrics(),  # type: ignore[arg-type]
-                  plane_factory=plane_factory, **overrides)
+                  plane_factory=None if pinned else plane_factory, **overrides)
     return Runtime(args, Agent(ctx), api)
 
 

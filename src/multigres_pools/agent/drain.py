@@ -122,7 +122,7 @@ def _guarded(f: Facts) -> Decision | None:
 
 
 def _primary_drain(state: DrainState, f: Facts) -> Decision:
-    """Era A has no switchover: the primary leaves by failover once its pod is gone (docs/agent.md).
+    """No switchover API (era A, v0.1.0): the primary leaves by failover once its pod is gone (docs/agent.md).
 
     We only let it go when it has a connected synchronous standby, so a committed write survives.
     """

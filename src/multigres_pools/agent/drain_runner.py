@@ -283,8 +283,13 @@ def finalize(ctx: Context, view: ShardView, pod: Obj) -> bool:
             try:
                 if plane.supports_eligibility:
                     # The pod's multipooler is being stopped anyway (INELIGIBLE on SIGTERM); say it
-                    # first, or multiorch re-adds an ELIGIBLE standby right after our REMOVE.
-                    plane.make_ineligible(own)
+                    # first, or multiorch re-adds an ELIGIBLE standby right after our REMOVE. One
+                    # that is already gone cannot be told and is not re-added: remove it regardless.
+                    try:
+                        plane.make_ineligible(own)
+                    except DataPlaneError as exc:
+                        if exc.reason is not RefusalReason.POOLER_UNREACHABLE:
+                            raise
                 plane.remove_standby(primary, own_id, own.native)
             except DataPlaneError as exc:
                 for target in view.event_targets(pod):

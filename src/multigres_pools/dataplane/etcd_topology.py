@@ -25,6 +25,7 @@ from .base import (
     DataPlane,
     DataPlaneError,
     Pooler,
+    PoolerId,
     RefusalReason,
     ShardTopology,
     VersionMismatch,
@@ -116,7 +117,7 @@ class EtcdTopologyPlane(DataPlane):
                     raise VersionMismatch(f"{key} is {other}, not a Multigres {self.version} record")
         return list(seen.values())
 
-    def unregister(self, topo: ShardTopology, pooler) -> bool:
+    def unregister(self, topo: ShardTopology, pooler: PoolerId) -> bool:
         store, root = self._cell_store(topo, pooler.cell)
         return store.delete(naming.pooler_key(root, pooler.cell, pooler.name))
 

@@ -21,7 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from multigres_pools.dataplane.base import ShardTopology
+from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+
+from multigres_pools.dataplane.base import Pooler, PoolerId, ShardTopology
 
 from .local_provisioner import LocalProvisionerCluster
 from .toolchain import Toolchain
@@ -56,6 +58,7 @@ class ProvisionedShard(LocalProvisionerCluster):
         workdir = workdir or Path(tempfile.mkdtemp(prefix="mgp-dp-"))
         os.chown(workdir, toolchain.uid, toolchain.gid)
         super().__init__(toolchain, workdir)
+        self._signalled: dict[str, int] = {}
 
     def __enter__(self) -> ProvisionedShard:
         try:
@@ -96,16 +99,29 @@ class ProvisionedShard(LocalProvisionerCluster):
     def service_id(self, cell: str) -> str:
         return self.config["provisioner-config"]["cells"][cell]["multipooler"]["service-id"]
 
+    def pooler(self, cell: str) -> Pooler:
+        """The cell's pooler as its record would describe it, from the provisioner's config: dialable
+        even while its etcd record is gone."""
+        config = self.config["provisioner-config"]
+        conf, sid = config["cells"][cell]["multipooler"], config["cells"][cell]["multipooler"]["service-id"]
+        root = next(c["root-path"] for c in config["topology"]["cells"] if c["name"] == cell)
+        return Pooler(PoolerId(cell, sid), keys.Role.REPLICA, "localhost", conf["grpc-port"], DATABASE, TABLEGROUP,
+                      SHARD, naming.pooler_key(root, cell, sid))
+
     def signal_pooler(self, cell: str, sig: signal.Signals) -> int:
         pid = self.pooler_pid(cell)
         if pid is None:
             raise RuntimeError(f"no multipooler runs in cell {cell}")
         os.kill(pid, sig)
+        self._signalled[cell] = pid
         return pid
 
     def wait_pooler_gone(self, cell: str, timeout_s: float = 60.0) -> None:
+        """Until the process is gone from /proc, zombie included: the provisioner's "already running"
+        check (kill -0) still sees an unreaped zombie, and would not start the pooler again."""
+        last = self._signalled.get(cell)
         deadline = time.monotonic() + timeout_s
-        while self.pooler_pid(cell) is not None:
+        while self.pooler_pid(cell) is not None or (last is not None and Path(f"/proc/{last}").exists()):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the multipooler of {cell} still runs after {timeout_s:g}s")
             time.sleep(0.1)

@@ -6,12 +6,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from multigres_pools.dataplane.base import Pooler
 from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground import toolchain as toolchain_module
 from multigres_pools.playground.provisioned import ProvisionedShard
+from tests.integration.dataplane_v01.support import make_healthy
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def shard() -> Iterator[ProvisionedShard]:
     # Cheap when installed; on a fresh machine this builds (3-5 minutes) under the cache's file lock.
     tc = toolchain_module.ensure(progress=lambda line: print(line, flush=True))
@@ -19,9 +21,15 @@ def shard() -> Iterator[ProvisionedShard]:
         yield mg
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def dp() -> Iterator[V0_1]:
     # The records say `localhost`; IPv4 avoids a detour through ::1 (etcd listens on IPv4 only).
     plane = V0_1(rpc_timeout=5, dial_host=lambda host: "127.0.0.1" if host == "localhost" else host)
     yield plane
     plane.close()
+
+
+@pytest.fixture
+def healthy(shard: ProvisionedShard, dp: V0_1) -> Pooler:
+    """Every pooler runs, is ELIGIBLE and registered, and the cohort holds all three; the leader."""
+    return make_healthy(shard, dp)

@@ -4,8 +4,8 @@ These are also the experiments behind the drain design in docs/agent.md ("Draini
 v0.1.0"): what multiorch does when a standby is removed while ELIGIBLE, made INELIGIBLE, killed or
 stopped gracefully. Durations are printed (run with -s to see them); assertions only poll.
 
-Tests share one shard and run in file order; each starts from a healthy shard (`healthy`), which
-restarts missing poolers and undoes INELIGIBLE, and the last one leaves poolers stopped on purpose.
+Tests share one shard (per package) and run in file order; each starts from a healthy shard
+(`healthy`: every pooler runs, ELIGIBLE and registered, cohort of three).
 """
 
 from __future__ import annotations
@@ -30,67 +30,9 @@ from multigres_pools.playground.provisioned import CELLS, ProvisionedShard
 from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
 from multigres_pools.proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
 from tests.helpers.polling import eventually
+from tests.integration.dataplane_v01.support import listed, note, replicas, stays, timed
 
 pytestmark = pytest.mark.multigres
-
-
-def note(what: str, seconds: float) -> None:
-    print(f"[measured] {what}: {seconds:.2f} s", flush=True)
-
-
-def leader(dp: V0_1, shard: ProvisionedShard) -> Pooler:
-    return eventually(lambda: dp.leader(dp.list_poolers(shard.topology())), timeout=120, what="a confirmed leader")
-
-
-def replicas(dp: V0_1, shard: ProvisionedShard, primary: Pooler) -> list[Pooler]:
-    return sorted((p for p in dp.list_poolers(shard.topology()) if p.id != primary.id), key=lambda p: p.id.cell)
-
-
-def listed(dp: V0_1, primary: Pooler, pooler: Pooler) -> bool:
-    return dp.sync_replication(primary).lists(pooler.id)
-
-
-def stays(check, seconds: float, what: str, interval: float = 0.3) -> None:
-    """`check` holds on every poll for `seconds` (a property over time, not a timing assertion)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        assert check(), what
-        time.sleep(interval)
-
-
-def timed(check, timeout: float, what: str) -> float:
-    start = time.monotonic()
-    eventually(check, timeout=timeout, what=what, interval=0.05)
-    return time.monotonic() - start
-
-
-@pytest.fixture
-def healthy(shard: ProvisionedShard, dp: V0_1) -> Pooler:
-    """Every pooler runs and is ELIGIBLE, and the cohort has all three (stable over 3 s); the leader."""
-    if any(shard.pooler_pid(cell) is None for cell in CELLS):
-        shard.restart_missing()
-    primary = leader(dp, shard)
-    for rep in replicas(dp, shard, primary):
-        state = eventually(lambda r=rep: _state(dp, r), timeout=120, what=f"{rep.id} answering Status")
-        if state.eligibility is Eligibility.INELIGIBLE:
-            dp.make_eligible(rep)
-
-    def full() -> bool:
-        try:
-            return len(dp.sync_replication(leader(dp, shard)).cohort) == len(CELLS)
-        except DataPlaneError:
-            return False
-
-    # A restarted pooler can flap in and out for a while (stale health in one multiorch): wait it out.
-    eventually(lambda: full() and (time.sleep(3) or full()), timeout=240, what="a stable cohort of three")
-    return leader(dp, shard)
-
-
-def _state(dp: V0_1, pooler: Pooler):
-    try:
-        return dp.standby_state(pooler)
-    except DataPlaneError:
-        return None
 
 
 def test_records_primary_and_cohort_decode(shard: ProvisionedShard, dp: V0_1, healthy: Pooler) -> None:
