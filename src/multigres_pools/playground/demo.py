@@ -57,6 +57,8 @@ def demo_shard(sample: Manifest, namespace: str, topo_address: str, topo_root: s
     pool["replicasPerCell"] = replicas
     spec["pools"] = {pool_name: pool}
     spec["globalTopoServer"] = {**spec.get("globalTopoServer", {}), "address": topo_address, "rootPath": topo_root}
+    # The local stack's poolers are era-A doubles, so the shard says so (the agent picks its adapter by it).
+    spec["multigres"] = {"version": keys.MultigresVersion.ERA_A.value}
     if "multiorch" in spec and spec["multiorch"].get("cells"):
         spec["multiorch"]["cells"] = pool["cells"]
     return doc
