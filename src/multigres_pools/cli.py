@@ -5,6 +5,7 @@
     multigres-pools install-bundle -o manifests/         CRD, RBAC, Deployments, kustomization.yaml
     multigres-pools agent ... | operator ...             the long-running programs
     multigres-pools localstack up | down                 a shard on real Multigres v0.1.0 here
+    multigres-pools status SHARD -n NS [-o json]         the incident screen of one shard
 
 Invalid input goes to stderr with a non-zero exit, and nothing is written.
 """
@@ -105,11 +106,13 @@ DELEGATES = {
     "agent": "multigres_pools.agent.__main__",
     "operator": "multigres_pools.operator.__main__",
     "localstack": "multigres_pools.playground.localstack_cli",
+    "status": "multigres_pools.report",
 }
 DELEGATE_HELP = {
     "agent": "run the agent",
     "operator": "run the operator",
     "localstack": "a shard on real Multigres v0.1.0 on this machine (up | down)",
+    "status": "one screen for an incident: pods, roles, drains, the synchronous set, backups, what is blocked",
 }
 
 

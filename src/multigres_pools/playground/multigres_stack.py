@@ -34,6 +34,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeCl
 
 from ..kubeclient import api_client
 from ..paths import collection_root
+from ..podaddress import pod_address
 from . import toolchain as toolchain_module
 from .cluster import Cluster, Etcd
 from .localstack import Process, ensure_namespace, free_port, install_crd, wait_for
@@ -257,18 +258,6 @@ class MultigresStack:
 
 def _ready(pod: Manifest) -> bool:
     return not facts.meta(pod).get("deletionTimestamp") and facts.condition_true(pod, "Ready")
-
-
-def pod_address(kube: KubeClient, hostname: str) -> str:
-    """What cluster DNS answers for a pod FQDN (<pod>.<headless service>.<namespace>.svc.<domain>, as
-    v0.1.0 poolers register themselves): the pod's IP; any other name is returned as it is."""
-    parts = hostname.split(".")
-    if len(parts) >= 3:
-        pod = kube.get("v1", "Pod", parts[2], parts[0])
-        ip = ((pod or {}).get("status") or {}).get("podIP")
-        if ip:
-            return str(ip)
-    return hostname
 
 
 def _agent_main(argv: list[str]) -> int:

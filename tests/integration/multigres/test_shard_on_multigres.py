@@ -130,3 +130,32 @@ def test_era_a_pods_are_refused_with_a_clear_reason(stack: MultigresStack) -> No
         kube.delete("v1", "Pod", stack.namespace, name)
         kube.close()
 
+
+
+def test_status_screen_shows_the_confirmed_primary_and_its_synchronous_set(stack: MultigresStack) -> None:
+    import json
+    import subprocess
+    import sys
+
+    def status(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "multigres_pools.cli", "status", "play", "-n", stack.namespace,
+                               "--kubeconfig", str(stack.kubeconfig), "--dial-pod-ips", *extra],
+                              capture_output=True, text=True, timeout=120)
+
+    primary = stack.primary()
+    assert primary is not None
+    as_json = status("-o", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert report["primary"] == primary.pod and report["version"] == "v0.1.0"
+    assert len(report["synchronous_standby_names"]) == 2
+    rows = {row["name"]: row for row in report["pods"]}
+    assert set(rows) == {facts.name(p) for p in stack.pods()}
+    assert all(row["in_sync_set"] for name, row in rows.items() if name != primary.pod)
+    assert {row["role"] for row in rows.values()} == {"PRIMARY", "REPLICA"}
+
+    screen = status()
+    assert screen.returncode == 0 and f"primary (confirmed by consensus): {primary.pod}" in screen.stdout
+    missing = subprocess.run([sys.executable, "-m", "multigres_pools.cli", "status", "nope", "-n", stack.namespace,
+                              "--kubeconfig", str(stack.kubeconfig)], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 1 and f"no MultigresShard {stack.namespace}/nope" in missing.stderr

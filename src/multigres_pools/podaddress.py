@@ -1,0 +1,20 @@
+"""What cluster DNS answers for a pod FQDN, for callers outside the cluster network.
+
+v0.1.0 poolers register `<pod>.<headless service>.<namespace>.svc.<domain>`; in-cluster that name
+resolves, from a laptop or the playground it does not, so the pod's IP is read from the API server.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+
+
+def pod_address(kube: KubeClient, hostname: str) -> str:
+    """The pod's IP for a pod FQDN; any other name (or a pod without an IP yet) is returned as it is."""
+    parts = hostname.split(".")
+    if len(parts) >= 3:
+        pod = kube.get("v1", "Pod", parts[2], parts[0])
+        ip = ((pod or {}).get("status") or {}).get("podIP")
+        if ip:
+            return str(ip)
+    return hostname

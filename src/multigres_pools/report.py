@@ -1,0 +1,236 @@
+"""`multigres-pools status SHARD`: the one screen an operator reads during an incident.
+
+    multigres-pools status play -n play                 # pools, pods, roles, drains, the sync set, backups
+    multigres-pools status play -n play -o json         # the same for scripts
+
+It reads the MultigresShard and its pods from the API server, and asks the data plane (the topology
+etcd and the primary's pooler, with the adapter the shard declares) what the agent would see: the
+confirmed primary, its synchronous set and cohort, and the last backups. What cannot be reached is
+reported as such, never guessed. `--dial-pod-ips` dials poolers at their pod IPs (from outside the
+cluster network, e.g. the playground), instead of their registered hostnames.
+
+`gather()` does the I/O; `text()` and `as_json()` are pure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, connect
+
+from . import dataplane
+from .agent import podinfo
+from .dataplane.base import DataPlaneError
+from .podaddress import pod_address
+
+Obj = dict[str, Any]
+BACKUPS_SHOWN = 5
+
+
+@dataclass
+class PodRow:
+    name: str
+    pool: str
+    cell: str
+    index: str
+    phase: str
+    ready: bool
+    role: str
+    drain: str
+    blocked: str
+    restarts: int
+    in_sync_set: bool | None  # None: the primary's view is unknown
+
+
+@dataclass
+class Report:
+    shard: str
+    namespace: str
+    version: str
+    generation: int
+    observed_generation: int | None
+    phase: str
+    conditions: list[tuple[str, str, str, str]]  # type, status, reason, message
+    pods: list[PodRow]
+    primary: str | None = None
+    synchronous_standby_names: list[str] = field(default_factory=list)
+    cohort: list[str] = field(default_factory=list)
+    durability: str = ""
+    backups: list[tuple[str, str, bool]] = field(default_factory=list)  # id, type, complete
+    data_plane_error: str = ""
+
+    @property
+    def blocked(self) -> list[str]:
+        """Everything that waits, and why: unhealthy conditions and blocked drains."""
+        out = [f"{c[0]}: {c[3] or c[2]}" for c in self.conditions
+               if (c[0] in ("Stalled", "ScaleDownBlocked", "DrainStalled") and c[1] == "True")
+               or (c[0] in ("Ready", "ConfigurationValid", "BackupHealthy") and c[1] == "False")]
+        out += [f"pod {p.name}: drain {p.drain} blocked: {p.blocked}" for p in self.pods if p.blocked]
+        if self.data_plane_error:
+            out.append(f"data plane: {self.data_plane_error}")
+        return out
+
+
+def _restarts(pod: Obj) -> int:
+    status = pod.get("status") or {}
+    statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    return sum(int(s.get("restartCount") or 0) for s in statuses)
+
+
+def _pod_row(pod: Obj, sync_ids: set[str] | None) -> PodRow:
+    labels, annotations = facts.labels(pod), facts.annotations(pod)
+    top = podinfo.pod_topology(pod)
+    app_name = f"{top.cell}_{top.service_id}" if top else ""
+    return PodRow(
+        name=facts.name(pod), pool=labels.get(keys.LABEL_POOL, ""), cell=labels.get(keys.LABEL_CELL, ""),
+        index=labels.get(keys.LABEL_INDEX, ""), phase=(pod.get("status") or {}).get("phase") or "Pending",
+        ready=facts.condition_true(pod, "Ready") and not facts.meta(pod).get("deletionTimestamp"),
+        role=labels.get(keys.LABEL_ROLE, ""), drain=annotations.get(keys.ANN_DRAIN_STATE, ""),
+        blocked=annotations.get(keys.ANN_DRAIN_BLOCKED, ""), restarts=_restarts(pod),
+        in_sync_set=None if sync_ids is None else app_name in sync_ids)
+
+
+def _data_plane(cr: Obj, pods: list[Obj], dial_host: Callable[[str], str] | None,
+                rpc_timeout: float) -> dict[str, Any]:
+    """What the confirmed primary says; raises DataPlaneError/ValueError when it cannot be asked."""
+    version = ((cr.get("spec") or {}).get("multigres") or {}).get("version") or keys.DEFAULT_MULTIGRES_VERSION
+    tops = [t for t in (podinfo.pod_topology(p) for p in pods) if t]
+    topo = podinfo.cr_topology(cr) or (podinfo.shard_topology(tops) if tops else None)
+    if topo is None:
+        raise ValueError("no topology address in the spec and no pool pod to read it from")
+    plane = dataplane.for_version(version, rpc_timeout=rpc_timeout, dial_host=dial_host)
+    try:
+        poolers = plane.list_poolers(topo)
+        leader = plane.leader(poolers)
+        if leader is None:
+            return {"primary": None}
+        sync = plane.sync_replication(leader)
+        found: dict[str, Any] = {
+            "primary": leader.hostname.split(".")[0] or str(leader.id),
+            "standbys": sorted(f"{p.cell}_{p.name}" for p in sync.standbys),
+            "cohort": sorted(f"{p.cell}_{p.name}" for p in sync.cohort),
+            "durability": str(sync.durability or ""),
+        }
+        try:
+            found["backups"] = [(b.backup_id, b.type, b.complete)
+                                for b in plane.get_backups(leader, 100)][-BACKUPS_SHOWN:]
+        except DataPlaneError as exc:
+            found["backups_error"] = exc.message
+        return found
+    finally:
+        plane.close()
+
+
+def gather(kube: KubeClient, namespace: str, shard: str, dial_host: Callable[[str], str] | None = None,
+           rpc_timeout: float = 5.0) -> Report:
+    cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, shard)
+    if cr is None:
+        raise LookupError(f"no MultigresShard {namespace}/{shard}")
+    status = cr.get("status") or {}
+    pods = [p for p in kube.list("v1", "Pod", namespace, f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
+            if facts.labels(p).get(keys.LABEL_APP_INSTANCE) == (cr.get("spec") or {}).get("clusterName")
+            or podinfo.pod_topology(p) is not None]
+    report = Report(
+        shard=shard, namespace=namespace,
+        version=((cr.get("spec") or {}).get("multigres") or {}).get("version") or keys.DEFAULT_MULTIGRES_VERSION,
+        generation=int(facts.meta(cr).get("generation") or 0), observed_generation=status.get("observedGeneration"),
+        phase=status.get("phase") or "", pods=[],
+        conditions=[(c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", ""))
+                    for c in status.get("conditions") or []])
+    sync_ids: set[str] | None = None
+    try:
+        seen = _data_plane(cr, pods, dial_host, rpc_timeout)
+        report.primary = seen.get("primary")
+        report.synchronous_standby_names = seen.get("standbys", [])
+        report.cohort = seen.get("cohort", [])
+        report.durability = seen.get("durability", "")
+        report.backups = seen.get("backups", [])
+        if "backups_error" in seen:
+            report.data_plane_error = f"backups: {seen['backups_error']}"
+        if report.primary is None:
+            report.data_plane_error = "no confirmed primary (failover in progress, or the shard is not bootstrapped)"
+        else:
+            sync_ids = set(report.synchronous_standby_names) | set(report.cohort)
+    except (DataPlaneError, ValueError) as exc:
+        report.data_plane_error = getattr(exc, "message", str(exc))
+    report.pods = sorted((_pod_row(p, sync_ids) for p in pods), key=lambda r: (r.pool, r.cell, r.name))
+    return report
+
+
+def text(report: Report) -> str:
+    """The incident screen; plain text, fixed columns, no colour (it goes into tickets too)."""
+    gen = f"generation {report.generation}, observed {report.observed_generation}"
+    lines = [f"MultigresShard {report.namespace}/{report.shard}  Multigres {report.version}  "
+             f"phase {report.phase or '-'}  ({gen})"]
+    for ctype, cstatus, reason, message in report.conditions:
+        lines.append(f"  {ctype:<20} {cstatus:<6} {reason:<24} {message}"[:160])
+    lines.append("")
+    lines.append(f"  {'POD':<58} {'POOL/CELL':<18} {'READY':<6} {'ROLE':<8} {'SYNC':<5} {'DRAIN':<19} RESTARTS")
+    for p in report.pods:
+        sync = "?" if p.in_sync_set is None else ("yes" if p.in_sync_set else "no")
+        lines.append(f"  {p.name:<58} {p.pool + '/' + p.cell:<18} {'yes' if p.ready else 'no':<6} "
+                     f"{p.role or '-':<8} {sync:<5} {p.drain or '-':<19} {p.restarts}")
+    lines.append("")
+    if report.primary:
+        lines.append(f"  primary (confirmed by consensus): {report.primary}")
+        lines.append(f"  synchronous standbys: {', '.join(report.synchronous_standby_names) or '(none)'}")
+        if report.cohort:
+            lines.append(f"  cohort: {', '.join(report.cohort)}  durability: {report.durability or '-'}")
+    if report.backups:
+        lines.append("  last backups: " + "; ".join(
+            f"{bid} {btype} {'complete' if done else 'INCOMPLETE'}" for bid, btype, done in report.backups))
+    blocked = report.blocked
+    lines.append("")
+    lines.append("  blocked: " + ("nothing" if not blocked else ""))
+    lines += [f"    - {b}" for b in blocked]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(report: Report) -> str:
+    body = asdict(report)
+    body["blocked"] = report.blocked
+    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="multigres-pools status", description=__doc__.split("\n\n")[0])
+    p.add_argument("shard", help="the MultigresShard's name")
+    p.add_argument("-n", "--namespace", default="default", help="its namespace (default %(default)s)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="format (default %(default)s)")
+    p.add_argument("--dial-pod-ips", action="store_true",
+                   help="dial poolers at their pod IPs instead of their registered hostnames")
+    p.add_argument("--rpc-timeout", type=float, default=5.0, help="seconds per data-plane call (default %(default)s)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        kube = connect(args.kubeconfig)
+    except Exception as exc:  # a missing or broken kubeconfig: say which, do not trace back
+        print(f"multigres-pools status: cannot load the kubeconfig: {exc}", file=sys.stderr)
+        return 2
+    try:
+        dial = (lambda host: pod_address(kube, host)) if args.dial_pod_ips else None
+        report = gather(kube, args.namespace, args.shard, dial_host=dial, rpc_timeout=args.rpc_timeout)
+    except LookupError as exc:
+        print(f"multigres-pools status: {exc}", file=sys.stderr)
+        return 1
+    except KubeError as exc:
+        print(f"multigres-pools status: the API server refused: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        kube.close()
+    sys.stdout.write(as_json(report) if args.output == "json" else text(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""The incident screen's pure half: what it says is blocked, and how it prints an unknown sync view."""
+
+from __future__ import annotations
+
+import json
+
+from multigres_pools.report import PodRow, Report, as_json, text
+
+
+def _report(**kw: object) -> Report:
+    base = dict(shard="play", namespace="play", version="v0.1.0", generation=3, observed_generation=2,
+                phase="Degraded", conditions=[("Ready", "False", "Refused", "storage below the grown PVC"),
+                                              ("Stalled", "True", "Refused", "")],
+                pods=[PodRow("play-0", "default", "zone1", "0", "Running", True, "PRIMARY", "", "", 0, None),
+                      PodRow("play-1", "default", "zone1", "1", "Running", True, "REPLICA", "requested",
+                             "last-sync-standby", 2, None)])
+    base.update(kw)
+    return Report(**base)  # type: ignore[arg-type]
+
+
+def test_blocked_names_conditions_drains_and_the_data_plane():
+    report = _report(data_plane_error="topology-unavailable: etcd did not answer")
+    assert report.blocked == ["Ready: storage below the grown PVC", "Stalled: Refused",
+                              "pod play-1: drain requested blocked: last-sync-standby",
+                              "data plane: topology-unavailable: etcd did not answer"]
+
+
+def test_text_marks_an_unknown_sync_view_and_json_carries_blocked():
+    screen = text(_report())
+    row = next(line for line in screen.splitlines() if "play-1" in line and "REPLICA" in line)
+    assert " ? " in row and "requested" in row
+    assert "generation 3, observed 2" in screen
+    body = json.loads(as_json(_report()))
+    assert body["blocked"][0].startswith("Ready:") and body["pods"][1]["in_sync_set"] is None
+
+
+def test_nothing_blocked_is_said_plainly():
+    healthy = _report(conditions=[("Ready", "True", "Ready", "")],
+                      pods=[PodRow("play-0", "default", "zone1", "0", "Running", True, "PRIMARY", "", "", 0, True)],
+                      primary="play-0", synchronous_standby_names=["zone1_p-1"])
+    assert healthy.blocked == [] and "blocked: nothing" in text(healthy)
