@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from . import keys, naming, quantity
 from .rules import (
@@ -659,6 +659,15 @@ class SpecError(ValueError):
     def __init__(self, errors: list[str]):
         self.errors = errors
         super().__init__("invalid MultigresShard:\n" + "\n".join(f"  - {e}" for e in errors))
+
+
+def value_problem(type_: Any, value: Any) -> str | None:
+    """Why `value` is not a valid `type_` (a scalar type of this module, such as DnsLabel), or None."""
+    try:
+        TypeAdapter(type_).validate_python(value)
+    except ValidationError as exc:
+        return str(exc.errors(include_url=False)[0]["msg"])
+    return None
 
 
 def load_spec(data: Mapping[str, Any], root: str = "spec") -> MultigresShardSpec:
