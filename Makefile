@@ -27,7 +27,7 @@ unit: setup
 # no traceback for any input of the CLI and the shard_render/shard_reconcile modules.
 FUZZ_EXAMPLES ?= 5000
 fuzz: setup
-	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=1 $(PY) -m pytest -p no:cacheprovider --timeout=0 -k fuzz \
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=1 $(PY) -m pytest -p no:cacheprovider --timeout=0 -k test_fuzz_ \
 		tests/unit/render/test_fuzz_inputs.py $(PYTEST_ARGS)
 
 # Run from the repository root as modules, so `bench` and `tests` are importable.

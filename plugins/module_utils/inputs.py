@@ -14,6 +14,9 @@ a mapping. Each limit is far above what a hand-written MultigresShard or invento
 | MAX_NODES            | 100,000      | alias expansion: nodes counted as if every alias were a copy |
 | MAX_INTEGER          | 2**63 - 1    | numbers Kubernetes cannot store (int64); non-finite floats |
 
+The model adds one more (`model.MAX_AFFINITY_VALUES`): a pool's `affinity` is copied verbatim into
+every pod of the pool, so its size is multiplied by up to 320 pods (10 cells x 32 replicas).
+
 Every problem is an `InputError` whose message starts with the source ("file.yaml", "file.yaml#2",
 "shards[0]") and the line or field path.
 """
@@ -193,6 +196,19 @@ def check_data(data: Any, source: str) -> None:
         elif not isinstance(value, int | float):
             raise InputError(f"{where}: a {_YAML_TYPE.get(type(value).__name__, type(value).__name__)} is not "
                              f"allowed here (Kubernetes objects are JSON); quote it to keep it as text")
+
+
+def count_values(data: Any, limit: int) -> int:
+    """How many values `data` holds (containers and leaves), counting no further than `limit` + 1."""
+    count, stack = 0, [data]
+    while stack and count <= limit:
+        value = stack.pop()
+        count += 1
+        if isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return count
 
 
 # The names YAML users know for the non-JSON values a safe loader builds.

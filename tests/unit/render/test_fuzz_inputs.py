@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.multigres.pools.plugins.module_utils import crd, inputs
+from ansible_collections.multigres.pools.plugins.module_utils import crd, inputs, model
 from ansible_collections.multigres.pools.plugins.modules import shard_reconcile, shard_render
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -401,5 +401,6 @@ def test_the_limits_are_what_the_docs_say():
     assert (inputs.MAX_DOCUMENT_BYTES, inputs.MAX_DEPTH, inputs.MAX_NODES, inputs.MAX_INTEGER) == \
         (1024 * 1024, 64, 100_000, 2**63 - 1)
     docs = (Path(__file__).resolve().parents[3] / "docs" / "render.md").read_text()
-    for text in ("1 MiB", "64 levels", "100,000", "2^63-1"):
+    assert model.MAX_AFFINITY_VALUES == 500
+    for text in ("1 MiB", "64 levels", "100,000", "2^63-1", "500 values"):
         assert text in docs
