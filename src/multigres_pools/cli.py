@@ -69,16 +69,16 @@ def _vars_entries(where: str, doc: Mapping[str, Any]) -> Iterator[tuple[str, Any
 def _other_kind(where: str, doc: Mapping[str, Any], allow_other_kinds: bool) -> None:
     """A Kubernetes object that is not a MultigresShard: an error unless other kinds are allowed.
     Dropping it silently would let a typo in `kind:` delete a live shard under GitOps pruning."""
-    kind, api = doc.get("kind"), doc.get("apiVersion")
+    kind, api = repr(doc.get("kind"))[:80], doc.get("apiVersion")
     ours = isinstance(api, str) and api.split("/")[0] == keys.API_GROUP
-    if ours or "multigres" in str(kind).lower():
-        raise UsageError(f"{where}: kind {kind!r} (apiVersion {api!r}) is not {keys.SHARD_KIND} "
+    if ours or "multigres" in kind.lower():
+        raise UsageError(f"{where}: kind {kind} (apiVersion {repr(api)[:80]}) is not {keys.SHARD_KIND} "
                          f"({keys.API_GROUP_VERSION}); a misspelt shard would be left out of the output")
     if not allow_other_kinds:
-        raise UsageError(f"{where}: kind {kind!r} is not a {keys.SHARD_KIND}; leaving it out silently could "
+        raise UsageError(f"{where}: kind {kind} is not a {keys.SHARD_KIND}; leaving it out silently could "
                          "prune it (or a misspelt shard) under GitOps. Move it out of the input, or pass "
                          "--allow-other-kinds to skip other Kubernetes objects")
-    print(f"multigres-pools: {where}: skipped {kind} (--allow-other-kinds)", file=sys.stderr)
+    print(f"multigres-pools: {where}: skipped {doc.get('kind')} (--allow-other-kinds)", file=sys.stderr)
 
 
 def _shard_documents(where: str, doc: Any, allow_other_kinds: bool) -> Iterator[tuple[str, Any]]:
