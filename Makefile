@@ -27,8 +27,9 @@ unit: setup
 # no traceback for any input of the CLI and the shard_render/shard_reconcile modules.
 FUZZ_EXAMPLES ?= 5000
 fuzz: setup
-	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=1 $(PY) -m pytest -p no:cacheprovider --timeout=0 -k test_fuzz_ \
-		tests/unit/render/test_fuzz_inputs.py $(PYTEST_ARGS)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=1 $(PY) -m pytest -p no:cacheprovider --timeout=0 \
+		$(addprefix tests/unit/render/test_fuzz_inputs.py::test_fuzz_,cli_bytes cli_documents render_module \
+		reconcile_module_arguments) $(PYTEST_ARGS)
 
 # Run from the repository root as modules, so `bench` and `tests` are importable.
 bench: setup

@@ -127,8 +127,9 @@ def _segment(part: Any) -> str:
     if part == "[key]":
         return " (map key)"
     text = str(part)
-    # A key that is empty or holds spaces or control characters is quoted, or the path is unreadable.
-    return f"[{text!r}]" if not text or not text.isprintable() or any(c.isspace() for c in text) else f".{text}"
+    # A key that is empty or holds spaces, control characters or the ': ' that ends the path is quoted.
+    plain = text and text.isprintable() and not any(c.isspace() or c == ":" for c in text)
+    return f".{text}" if plain else f"[{text!r}]"
 
 
 def format_validation_error(exc: Any, root: str) -> list[str]:
