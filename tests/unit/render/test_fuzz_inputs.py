@@ -75,7 +75,7 @@ def run_cli(content: bytes, mode: str = "output") -> tuple[int, str]:
 # An error line starts with the field it is about: the module argument for shard_render, the path in
 # the document (or the argument) for shard_reconcile, as the CRD names it.
 RENDER_FIELD = re.compile(r"(shards\[\d+\]|previous|namespace)")
-RECONCILE_FIELD = re.compile(r"[^\s:][^:]*: ")
+RECONCILE_FIELD = re.compile(r"(\[[^\]]*\]|[^\s:\[])(\[[^\]]*\]|[^:\[])*: ")  # odd keys come quoted: ['a:b']
 
 
 def run_module(main: Callable[[], None], args: dict[str, Any], field: re.Pattern[str]) -> dict[str, Any]:
