@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup demo demo-double test lint unit bench clean
+.PHONY: setup demo demo-double test lint unit fuzz bench clean
 
 setup:
 	@tools/setup.sh
@@ -26,6 +26,14 @@ test: setup lint
 
 unit: setup
 	$(PY) -m pytest -p no:cacheprovider -m "not cluster" $(PYTEST_ARGS)
+
+# The input fuzzer for longer, with fresh randomness (make test runs 150 fixed examples per fuzz test):
+# no traceback for any input of the CLI and the shard_render/shard_reconcile modules.
+FUZZ_EXAMPLES ?= 5000
+fuzz: setup
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_RANDOM=1 $(PY) -m pytest -p no:cacheprovider --timeout=0 \
+		$(addprefix tests/unit/render/test_fuzz_inputs.py::test_fuzz_,cli_bytes cli_documents render_module \
+		reconcile_module_arguments) $(PYTEST_ARGS)
 
 # Run from the repository root as modules, so `bench` and `tests` are importable.
 bench: setup

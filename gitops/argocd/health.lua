@@ -1,7 +1,12 @@
 -- ArgoCD health of a MultigresShard, from kstatus-style status written by the operator:
--- observedGeneration first (no flapping while the operator catches up), then Stalled, Ready,
--- Reconciling. Keep in step with the Flux healthCheckExprs in gitops/flux/shards.yaml.
+-- deletion, then observedGeneration (no flapping while the operator catches up), then Stalled,
+-- Ready, Reconciling. A refused spec is reported for the refused generation with Stalled=True, so
+-- it shows Degraded with the reason. Keep in step with gitops/flux/shards.yaml.
 local hs = {status = "Progressing", message = "Waiting for the operator to report status"}
+if obj.metadata.deletionTimestamp ~= nil then
+  hs.message = "Being deleted: the operator cleans up before it releases its finalizer"
+  return hs
+end
 if obj.status == nil then
   return hs
 end

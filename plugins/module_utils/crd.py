@@ -119,8 +119,10 @@ def openapi_schema(model: type) -> dict[str, Any]:
 def shard_crd() -> dict[str, Any]:
     """The complete CRD manifest: status subresource, no scale subresource (see docs/api.md)."""
     spec_schema = _materialize_defaults(openapi_schema(MultigresShardSpec))
-    # Status belongs to the engine; defaults there would make the apiserver invent a status.
-    status_schema = _strip_defaults(openapi_schema(MultigresShardStatus))
+    # Status belongs to the engine: no field inside it has a default, or the apiserver would invent
+    # one. Only `status: {}` itself is defaulted, so a new CR has a status object before the first
+    # pass: Flux's health expressions read `status.*`, and CEL errors on an absent variable.
+    status_schema = {**_strip_defaults(openapi_schema(MultigresShardStatus)), "default": {}}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
-from . import keys, naming, quantity
+from . import inputs, keys, naming, quantity
 from .rules import (
     Rule,
     SpecModel,
@@ -109,6 +109,19 @@ def _unique(values: list[str]) -> list[str]:
     if dupes:
         raise ValueError(f"duplicate entries: {', '.join(dupes)}")
     return values
+
+
+# An affinity is copied verbatim into every pod of a pool; a real one holds a few dozen values.
+MAX_AFFINITY_VALUES = 500
+
+
+def _bounded_affinity(value: dict[str, Any]) -> dict[str, Any]:
+    if inputs.count_values(value, MAX_AFFINITY_VALUES) > MAX_AFFINITY_VALUES:
+        raise ValueError(f"more than {MAX_AFFINITY_VALUES:,} values: an affinity is copied into every pod")
+    return value
+
+
+Affinity = Annotated[dict[str, Any], AfterValidator(_bounded_affinity)]
 
 
 # A list without duplicates: a `set` list in the CRD (the apiserver rejects duplicates too).
@@ -290,7 +303,7 @@ class Pool(SpecModel):
     storage: Storage = Field({}, description="Data volume of each pod.")
     postgres: ContainerSettings = Field({}, description="The pgctld/PostgreSQL container.")
     multipooler: ContainerSettings = Field({}, description="The multipooler sidecar.")
-    affinity: dict[str, Any] | None = Field(None, description="Pod affinity (core/v1 Affinity), verbatim.")
+    affinity: Affinity | None = Field(None, description="Pod affinity (core/v1 Affinity), verbatim.")
     tolerations: list[Toleration] = Field([], max_length=32, description="Pod tolerations.")
     node_selector: dict[LabelKey, LabelValue] = Field(
         {}, max_length=16, description="Extra nodeSelector, merged under the cell's topology labels.",
@@ -320,7 +333,7 @@ class CellDeployment(SpecModel):
         [], max_length=10, description="Cells running one; empty means every cell of every pool.",
     )
     resources: Resources = Field({}, description="Container resources.")
-    affinity: dict[str, Any] | None = Field(None, description="Pod affinity, verbatim.")
+    affinity: Affinity | None = Field(None, description="Pod affinity, verbatim.")
     tolerations: list[Toleration] = Field([], max_length=32, description="Pod tolerations.")
     pod_annotations: dict[Annotated[str, StringConstraints(max_length=317)], str] = Field(
         {}, max_length=32, description="Extra pod annotations.",
@@ -659,6 +672,15 @@ class SpecError(ValueError):
     def __init__(self, errors: list[str]):
         self.errors = errors
         super().__init__("invalid MultigresShard:\n" + "\n".join(f"  - {e}" for e in errors))
+
+
+def value_problem(type_: Any, value: Any) -> str | None:
+    """Why `value` is not a valid `type_` (a scalar type of this module, such as DnsLabel), or None."""
+    try:
+        TypeAdapter(type_).validate_python(value)
+    except ValidationError as exc:
+        return str(exc.errors(include_url=False)[0]["msg"])
+    return None
 
 
 def load_spec(data: Mapping[str, Any], root: str = "spec") -> MultigresShardSpec:

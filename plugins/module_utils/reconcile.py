@@ -8,12 +8,13 @@ from a MultigresShard read from the cluster.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, keys, model, observe, render, spechash
+from . import facts, inputs, keys, model, observe, render, spechash
 from . import plan as planner
 from . import status as shard_status
 from .apply import Applier, Outcome, write_status
@@ -74,6 +75,33 @@ def _load(request: Request, cr: Manifest | None) -> tuple[model.MultigresShardSp
     return model.load_spec(request.spec or {}), request.namespace
 
 
+def request_problems(request: Request) -> list[str]:
+    """Everything wrong with the arguments themselves, before any API request: object names (they
+    become URL paths), the timeout, and in vars mode the spec or document (limits, then the model)."""
+    problems = []
+    for field_name, value, type_ in (("namespace", request.namespace, model.DnsLabel),
+                                     ("name", request.name, model.ObjectName)):
+        problem = model.value_problem(type_, value) if value is not None else None
+        if problem:
+            problems.append(f"{field_name}: {value!r}: {problem}")
+    timeout = request.cleanup_timeout
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not (math.isfinite(timeout)
+                                                                                  and timeout >= 0):
+        problems.append(f"cleanup_timeout: {timeout!r}: must be a finite number of seconds, 0 or more")
+    for field_name, data, load in (("shard", request.definition, model.load_shard),
+                                   ("spec", request.spec, model.load_spec)):
+        if data is None:
+            continue
+        try:
+            inputs.check_data(data, field_name)
+            load(data)
+        except inputs.InputError as exc:
+            problems.append(str(exc))
+        except model.SpecError as exc:
+            problems += list(exc.errors)
+    return problems
+
+
 def _config_hash(client: KubeClient, spec: model.MultigresShardSpec, namespace: str) -> str:
     ref = spec.postgres_config_ref
     if ref is None:
@@ -116,6 +144,11 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
     stamp = facts.format_time(now)
     result = Result()
     cr = None
+    problems = request_problems(request)
+    if problems:
+        result.failed, result.errors = True, problems
+        result.msg = "invalid arguments:\n" + "\n".join(f"  - {e}" for e in problems)
+        return _finish(result, client, started)
     if request.name:
         if not request.namespace:
             raise ValueError("namespace is required with name")
@@ -156,6 +189,8 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
     if plan.errors:
         result.failed, result.errors = True, plan.errors
         result.msg = "invalid change:\n" + "\n".join(f"  - {e}" for e in plan.errors)
+        if cr is not None and not plan.deleting:  # refused for this generation: GitOps must see it
+            _write_status(client, request, cr, shard_status.compute(desired, observed, plan, stamp=stamp), result)
         return _finish(result, client, started)
 
     outcomes = Applier(client, namespace, dry_run=request.check_mode, stamp=stamp).run(plan.actions)
@@ -166,34 +201,29 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
         result.failed = True
         result.msg = f"{failed[0].action.describe()} failed: {failed[0].message}"
     if cr is not None and not plan.deleting:
-        new = shard_status.compute(desired, observed, plan, stamp=stamp)
-        result.status = new
         previous = cr.get("status") or {}
-        if shard_status.changed(previous, new):
-            write_status(client, cr, new, dry_run=request.check_mode)
-            if not request.check_mode:
-                Applier(client, namespace, dry_run=False, stamp=stamp).run(
-                    shard_status.transition_events(cr, previous, new))
+        new = shard_status.compute(desired, observed, plan, stamp=stamp)
+        if _write_status(client, request, cr, new, result) and not request.check_mode:
+            Applier(client, namespace, dry_run=False, stamp=stamp).run(
+                shard_status.transition_events(cr, previous, new))
     if request.diff:
         result.diff = _diffs(observed, outcomes, result.plan)
     return _finish(result, client, started)
 
 
+def _write_status(client: KubeClient, request: Request, cr: Manifest, status: Manifest, result: Result) -> bool:
+    """Report `status` on the CR when it changed; True if it was written."""
+    result.status = status
+    if not shard_status.changed(cr.get("status") or {}, status):
+        return False
+    write_status(client, cr, status, dry_run=request.check_mode)
+    return True
+
+
 def _report_invalid(client: KubeClient, request: Request, cr: Manifest, result: Result, stamp: str) -> None:
     """An invalid MultigresShard: no child object is touched; the CR's status says why."""
-    previous = cr.get("status") or {}
-    conditions = [
-        {"type": "ConfigurationValid", "status": "False", "reason": "Invalid", "message": "; ".join(result.errors)},
-        {"type": "Stalled", "status": "True", "reason": "InvalidSpec", "message": "; ".join(result.errors)},
-    ]
-    merged = {c["type"]: c for c in previous.get("conditions") or []}
-    merged.update({c["type"]: c for c in conditions})
-    status = {**previous, "phase": "Degraded", "message": result.errors[0],
-              "conditions": list(merged.values())}
-    status = shard_status.carry_transition_times(status, previous, stamp)
-    result.status = status
-    if shard_status.changed(previous, status):
-        write_status(client, cr, status, dry_run=request.check_mode)
+    status = shard_status.refused(cr.get("status") or {}, result.errors, facts.meta(cr).get("generation"), stamp)
+    _write_status(client, request, cr, status, result)
 
 
 def _finish(result: Result, client: KubeClient, started: float) -> Result:

@@ -35,14 +35,32 @@ def shard_manifest(shard: MultigresShard, namespace: str) -> Manifest:
     }
 
 
-def load_checked(document: Mapping[str, Any], previous: Mapping[str, Any] | None = None) -> MultigresShard:
-    """Validate a document and, when the previous spec is known, the update from it."""
+def shard_name(document: Any) -> str | None:
+    """`metadata.name` of a document not validated yet, when it is a string (else None)."""
+    meta = document.get("metadata") if isinstance(document, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def load_checked(document: Mapping[str, Any], previous: Any = None, previous_root: str = "previous") -> MultigresShard:
+    """Validate a document and, when the previous spec is known, the update from it. Problems of the
+    previous spec itself are reported under `previous_root` (where it came from)."""
     shard = load_shard(document)
     if previous is not None:
-        errors = check_transition(load_spec(previous), shard.spec)
+        errors = check_transition(load_spec(previous, root=previous_root), shard.spec)
         if errors:
             raise SpecError(errors)
     return shard
+
+
+def duplicate_names(named: Iterable[tuple[str, MultigresShard]]) -> list[str]:
+    """One line per MultigresShard name given more than once: the folder has one file per name, so
+    one would silently replace the other."""
+    sources: dict[str, list[str]] = {}
+    for where, shard in named:
+        sources.setdefault(shard.metadata.name, []).append(where)
+    return [f"{' and '.join(wheres)}: MultigresShard {name!r} is defined {len(wheres)} times; names must be "
+            "unique across the inputs" for name, wheres in sorted(sources.items()) if len(wheres) > 1]
 
 
 def preview_objects(shard: MultigresShard, namespace: str) -> list[Manifest]:

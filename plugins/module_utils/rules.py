@@ -121,13 +121,22 @@ def transition_errors(old: SpecModel, new: SpecModel, path: str) -> list[str]:
     return errors
 
 
+def _segment(part: Any) -> str:
+    if isinstance(part, int):
+        return f"[{part}]"
+    if part == "[key]":
+        return " (map key)"
+    text = str(part)
+    # A key that is empty or holds spaces, control characters or the ': ' that ends the path is quoted.
+    plain = text and text.isprintable() and not any(c.isspace() or c == ":" for c in text)
+    return f".{text}" if plain else f"[{text!r}]"
+
+
 def format_validation_error(exc: Any, root: str) -> list[str]:
     """Pydantic errors as 'spec.pools.default.cells: message' lines, in a stable order."""
     lines = []
     for err in exc.errors(include_url=False):
-        path = root + "".join(
-            f"[{p}]" if isinstance(p, int) else " (map key)" if p == "[key]" else f".{p}" for p in err["loc"]
-        )
+        path = root + "".join(_segment(p) for p in err["loc"])
         ctx = err.get("ctx") or {}
         if err["type"] == RULE_ERROR and ctx.get("field_path"):
             path = _join(path, ctx["field_path"])

@@ -1,6 +1,12 @@
 """The MultigresShard status: kstatus conditions (Ready, Reconciling, Stalled) plus the seed's fields
 (seed 000 "Status Aggregation"; contract §3.7/§3.8). Pure: computed from the observation and the plan.
 
+A refused spec (invalid, or a change the live objects cannot follow, such as storage below a grown
+PVC) is reported for the generation that was refused: `observedGeneration` = that generation,
+Ready=False, Reconciling=False, Stalled=True and ConfigurationValid=False with the reason, phase
+Degraded. GitOps health (gitops/argocd/health.lua, gitops/flux/shards.yaml) first waits for
+`observedGeneration` to catch up, so without it a refusal would look like progress forever.
+
 Conditions keep their lastTransitionTime while their status stays the same, so an unchanged shard
 produces an identical status and the engine writes nothing. Events that describe a change of
 state (PoolEmpty, ScaleDownBlocked) are emitted when the matching condition changes.
@@ -71,6 +77,31 @@ def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
     return cond, extra
 
 
+INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
+
+
+def _refusal_conditions(errors: list[str]) -> list[Manifest]:
+    text = "; ".join(errors)[:32768]  # the CRD's maxLength of a condition message
+    return [_condition("Ready", False, INVALID_SPEC, text),
+            _condition("Reconciling", False, INVALID_SPEC, "waiting for a spec change"),
+            _condition("Stalled", True, INVALID_SPEC, text),
+            _condition("ConfigurationValid", False, "Invalid", text)]
+
+
+def refused(previous: Manifest, errors: list[str], generation: int | None, stamp: str) -> Manifest:
+    """The status of a spec that cannot even be rendered: the refusal conditions over the previous
+    status, whose other fields (pods, roles) still describe the pods that keep running."""
+    conditions = {c.get("type"): dict(c) for c in previous.get("conditions") or [] if isinstance(c, dict)}
+    for cond in _refusal_conditions(errors):
+        if generation is not None:
+            cond["observedGeneration"] = generation
+        conditions[cond["type"]] = cond
+    status: Manifest = {**previous, "phase": "Degraded", "message": errors[0], "conditions": list(conditions.values())}
+    if generation is not None:
+        status["observedGeneration"] = generation
+    return carry_transition_times(status, previous, stamp)
+
+
 def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors: list[str] | None = None,
             stamp: str) -> Manifest:
     errors = list(config_errors or []) + result.errors
@@ -95,17 +126,22 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     available = (_condition("Available", False, "PoolEmpty", f"no ready replica in {', '.join(empty)}") if empty
                  else _condition("Available", ready == total, "AllPodsReady" if ready == total else "NotAllPodsReady",
                                  f"{ready}/{total} pods ready"))
-    conditions = [
+    progress = [
         _condition("Ready", phase == "Healthy", phase, f"{ready}/{total} pods ready"),
-        _condition("Reconciling", busy and not errors, "Progressing" if busy else "Converged",
+        _condition("Reconciling", busy, "Progressing" if busy else "Converged",
                    (result.waiting or [a.describe() for a in result.actions] or ["up to date"])[0]),
-        _condition("Stalled", bool(errors), "InvalidSpec" if errors else "NotStalled", "; ".join(errors)),
+        _condition("Stalled", False, "NotStalled", ""),
+        _condition("ConfigurationValid", True, "Valid", ""),
+    ]
+    verdict = {c["type"]: c for c in (_refusal_conditions(errors) if errors else progress)}
+    conditions = [
+        verdict["Ready"], verdict["Reconciling"], verdict["Stalled"],
         available,
         _condition("RollingUpdate", rolling.in_progress, "PodsDrifted" if rolling.in_progress else "PodsUpToDate",
                    rolling.progress),
         _condition("ScaleDownBlocked", bool(result.blocked), "HealthGate" if result.blocked else "NotBlocked",
                    "; ".join(result.blocked)),
-        _condition("ConfigurationValid", not errors, "Invalid" if errors else "Valid", "; ".join(errors)),
+        verdict["ConfigurationValid"],
     ]
     backup, backup_fields = _backup_condition(observed.cr)
     if backup:

@@ -148,9 +148,14 @@ errors:
   elements: str
 """
 
+import yaml  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.multigres.pools.plugins.module_utils import kube  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass  # noqa: E402
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile import (  # noqa: E402
+    Request,
+    request_problems,
+    run_pass,
+)
 
 
 def main() -> None:
@@ -175,8 +180,15 @@ def main() -> None:
                       definition={"apiVersion": "pools.multigres.com/v1alpha1", "kind": "MultigresShard",
                                   **p["shard"]} if p["shard"] else None,
                       check_mode=module.check_mode, diff=module._diff, cleanup_timeout=p["cleanup_timeout"])
+    problems = request_problems(request)  # before connecting: bad input fails the same with or without a cluster
+    if problems:
+        module.fail_json(msg="shard_reconcile: invalid arguments: " + "; ".join(problems), errors=problems)
     try:
         client = kube.connect(p["kubeconfig"], p["context"])
+    except (ValueError, OSError, KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
+        # A kubeconfig the loader cannot make sense of is bad input too, not a crash.
+        module.fail_json(msg=f"shard_reconcile: kubeconfig: {type(exc).__name__}: {exc}")
+    try:
         result = run_pass(client, request)
     except (ValueError, kube.KubeError, OSError) as exc:
         module.fail_json(msg=f"shard_reconcile: {exc}")

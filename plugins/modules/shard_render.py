@@ -84,30 +84,55 @@ changed_files:
 
 import yaml  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils import output, render_folder  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils.model import SpecError  # noqa: E402
+from ansible_collections.multigres.pools.plugins.module_utils import inputs, output, render_folder  # noqa: E402
+from ansible_collections.multigres.pools.plugins.module_utils.model import (  # noqa: E402
+    DnsLabel,
+    SpecError,
+    value_problem,
+)
+
+
+def _load(shards: list[dict], previous: dict) -> tuple[list, list[str]]:
+    """The validated shards, or every problem, each starting with `shards[i]` or `previous.<name>`."""
+    named, problems = [], []
+    for i, doc in enumerate(shards):
+        where = f"shards[{i}]"
+        name = render_folder.shard_name(doc)
+        try:
+            inputs.check_data(doc, where)
+            document = {"apiVersion": "pools.multigres.com/v1alpha1", "kind": "MultigresShard", **doc}
+            named.append((where, render_folder.load_checked(document, previous.get(name) if name else None,
+                                                            f"previous.{name}")))
+        except SpecError as exc:
+            problems += [f"{where} {e}" for e in exc.errors]
+        except inputs.InputError as exc:
+            problems.append(str(exc))
+    return named, problems + render_folder.duplicate_names(named)
 
 
 def run(module: AnsibleModule) -> None:
     p = module.params
-    shards, problems = [], []
-    for i, doc in enumerate(p["shards"]):
-        document = {"apiVersion": "pools.multigres.com/v1alpha1", "kind": "MultigresShard", **doc}
-        name = (doc.get("metadata") or {}).get("name")
-        try:
-            shards.append(render_folder.load_checked(document, p["previous"].get(name)))
-        except SpecError as exc:
-            problems += [f"shards[{i}] {e}" for e in exc.errors]
+    problem = value_problem(DnsLabel, p["namespace"])
+    if problem:
+        module.fail_json(msg=f"namespace {p['namespace']!r}: {problem}", errors=[f"namespace: {problem}"])
+    try:
+        inputs.check_data(p["previous"], "previous")
+    except inputs.InputError as exc:
+        module.fail_json(msg=f"invalid input: {exc}", errors=[str(exc)])
+    named, problems = _load(p["shards"], p["previous"])
     if problems:
         module.fail_json(msg="invalid MultigresShard: " + "; ".join(problems), errors=problems)
-    files = render_folder.render_files(shards, p["namespace"], p["include"])
+    files = render_folder.render_files([shard for _, shard in named], p["namespace"], p["include"])
     result = {
         "changed": False,
         "files": files,
         "objects": [yaml.safe_load(text) for path, text in files.items() if not path.endswith("kustomization.yaml")],
     }
     if p["output_dir"]:
-        changed = output.write_folder(files, p["output_dir"], check=module.check_mode)
+        try:
+            changed = output.write_folder(files, p["output_dir"], check=module.check_mode)
+        except OSError as exc:
+            module.fail_json(msg=f"output_dir: {exc.filename or p['output_dir']}: {exc.strerror or exc}")
         result.update(changed=bool(changed), changed_files=changed)
         if module._diff:
             result["diff"] = {"before": "", "after": "".join(f"{path}\n" for path in changed),

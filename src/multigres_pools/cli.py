@@ -7,7 +7,10 @@
     multigres-pools localstack up | down                 a shard on real Multigres v0.1.0 here
     multigres-pools status SHARD -n NS [-o json]         the incident screen of one shard
 
-Invalid input goes to stderr with a non-zero exit, and nothing is written.
+Errors go to stderr, each naming its source (file#document, field path), and nothing is written.
+Exit codes: 0 done; 1 a MultigresShard breaks a rule of the API (invalid spec or update);
+2 the command or its input cannot be used as given (arguments, unreadable or oversized files, YAML
+errors, input limits, documents that are not MultigresShards).
 """
 
 from __future__ import annotations
@@ -19,43 +22,87 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys, output, render_folder
-from ansible_collections.multigres.pools.plugins.module_utils.model import MultigresShard, SpecError
+from ansible_collections.multigres.pools.plugins.module_utils import bundle, inputs, keys, output, render_folder
+from ansible_collections.multigres.pools.plugins.module_utils.model import (
+    DnsLabel,
+    Image,
+    MultigresShard,
+    SpecError,
+    value_problem,
+)
 
 # Inventory vars files name shards under one of these keys (docs/gitops.md).
 VARS_KEYS = ("multigres_shard", "multigres_shards")
+EXIT_INVALID, EXIT_USAGE = 1, 2
 
 
 class UsageError(Exception):
     pass
 
 
-def _documents_in(path: Path) -> Iterator[tuple[str, Any]]:
+def _documents_in(path: Path) -> list[tuple[str, Any]]:
     try:
-        docs = list(yaml.safe_load_all(path.read_text()))
-    except (OSError, yaml.YAMLError) as exc:
-        raise UsageError(f"{path}: {exc}") from None
-    for number, doc in enumerate(docs):
-        if doc is not None:
-            yield f"{path}#{number}", doc
+        if path.stat().st_size > inputs.MAX_DOCUMENT_BYTES:  # before reading it all
+            raise UsageError(f"{path}: larger than {inputs.MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    return inputs.load_yaml(data, str(path))
 
 
-def _shard_documents(where: str, doc: Any) -> Iterator[tuple[str, Any]]:
+def _type(value: Any) -> str:
+    """`a list`, `an integer`...: the YAML name of a value's type, for messages."""
+    return {dict: "a mapping", list: "a list", str: "a string", int: "an integer", float: "a number",
+            bool: "a boolean", type(None): "null"}.get(type(value), f"a {type(value).__name__}")
+
+
+def _vars_entries(where: str, doc: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    if "multigres_shard" in doc:
+        yield f"{where}: multigres_shard", doc["multigres_shard"]
+    if "multigres_shards" in doc:
+        listed = doc["multigres_shards"]
+        if not isinstance(listed, list):
+            raise UsageError(f"{where}: multigres_shards: expected a list of {{metadata, spec}}, got "
+                             f"{_type(listed)} (write [] for none)")
+        for i, shard in enumerate(listed):
+            yield f"{where}: multigres_shards[{i}]", shard
+
+
+def _other_kind(where: str, doc: Mapping[str, Any], allow_other_kinds: bool) -> None:
+    """A Kubernetes object that is not a MultigresShard: an error unless other kinds are allowed.
+    Dropping it silently would let a typo in `kind:` delete a live shard under GitOps pruning."""
+    kind, api = repr(doc.get("kind"))[:80], doc.get("apiVersion")
+    ours = isinstance(api, str) and api.split("/")[0] == keys.API_GROUP
+    if ours or "multigres" in kind.lower():
+        raise UsageError(f"{where}: kind {kind} (apiVersion {repr(api)[:80]}) is not {keys.SHARD_KIND} "
+                         f"({keys.API_GROUP_VERSION}); a misspelt shard would be left out of the output")
+    if not allow_other_kinds:
+        raise UsageError(f"{where}: kind {kind} is not a {keys.SHARD_KIND}; leaving it out silently could "
+                         "prune it (or a misspelt shard) under GitOps. Move it out of the input, or pass "
+                         "--allow-other-kinds to skip other Kubernetes objects")
+    print(f"multigres-pools: {where}: skipped {doc.get('kind')} (--allow-other-kinds)", file=sys.stderr)
+
+
+def _shard_documents(where: str, doc: Any, allow_other_kinds: bool) -> Iterator[tuple[str, Any]]:
     """A MultigresShard document as is, or the shards an inventory vars file lists."""
-    if isinstance(doc, Mapping) and doc.get("kind") == keys.SHARD_KIND:
+    if not isinstance(doc, Mapping):
+        raise UsageError(f"{where}: {_type(doc)} is not a MultigresShard document nor a vars file with "
+                         f"{' or '.join(VARS_KEYS)}")
+    if doc.get("kind") == keys.SHARD_KIND:
         yield where, doc
-    elif isinstance(doc, Mapping) and any(k in doc for k in VARS_KEYS):
-        single = [doc["multigres_shard"]] if "multigres_shard" in doc else []
-        for i, shard in enumerate([*single, *doc.get("multigres_shards", [])]):
-            yield f"{where}[{i}]", {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, **shard}
-    elif isinstance(doc, Mapping) and doc.get("kind") is not None:
-        return  # other Kubernetes objects in the same folder are not ours to render
+    elif any(k in doc for k in VARS_KEYS):
+        for entry_where, shard in _vars_entries(where, doc):
+            if not isinstance(shard, Mapping):
+                raise UsageError(f"{entry_where}: expected a mapping with metadata and spec, got {_type(shard)}")
+            yield entry_where, {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, **shard}
+    elif doc.get("kind") is not None:
+        _other_kind(where, doc, allow_other_kinds)
     else:
-        raise UsageError(f"{where}: not a MultigresShard document nor a vars file with {' or '.join(VARS_KEYS)}")
+        raise UsageError(f"{where}: not a MultigresShard document (no kind) nor a vars file with "
+                         f"{' or '.join(VARS_KEYS)}")
 
 
-def _load(files: list[Path], dirs: list[Path], previous: Path | None) -> list[MultigresShard]:
+def _input_paths(files: list[Path], dirs: list[Path]) -> list[Path]:
     paths = list(files)
     for folder in dirs:
         if not folder.is_dir():
@@ -63,27 +110,65 @@ def _load(files: list[Path], dirs: list[Path], previous: Path | None) -> list[Mu
         paths += sorted(p for p in folder.rglob("*") if p.suffix in {".yaml", ".yml"} and p.is_file())
     if not paths:
         raise UsageError("nothing to render: give -f FILE or -d DIR")
-    prior = _previous_specs(previous) if previous else {}
-    shards, problems = [], []
-    for path in paths:
-        for where, doc in (d for found in _documents_in(path) for d in _shard_documents(*found)):
-            try:
-                name = (doc.get("metadata") or {}).get("name")
-                shards.append(render_folder.load_checked(doc, prior.get(name)))
-            except SpecError as exc:
-                problems += [f"{where}: {e}" for e in exc.errors]
+    return paths
+
+
+def _load(args: argparse.Namespace) -> list[MultigresShard]:
+    prior = _previous_specs(args.previous, args.namespace) if args.previous else {}
+    named: list[tuple[str, MultigresShard]] = []
+    problems: list[str] = []
+    for path in _input_paths(args.file, args.dir):
+        for found in _documents_in(path):
+            for where, doc in _shard_documents(*found, args.allow_other_kinds):
+                inputs.check_data(doc, where)
+                previous_where, previous = prior.get(_key(doc, args.namespace), (None, None))
+                try:
+                    named.append((where, render_folder.load_checked(doc, previous, f"{previous_where}: spec")))
+                except SpecError as exc:
+                    problems += [f"{where}: {e}" for e in exc.errors]
     if problems:
         raise SpecError(problems)
-    return shards
+    duplicates = render_folder.duplicate_names(named)
+    if duplicates:
+        raise UsageError("\n".join(duplicates))
+    return [shard for _, shard in named]
 
 
-def _previous_specs(path: Path) -> dict[str, Any]:
-    return {doc["metadata"]["name"]: doc["spec"] for _, doc in _documents_in(path)
-            if isinstance(doc, Mapping) and doc.get("kind") == keys.SHARD_KIND}
+def _previous_specs(path: Path, default_namespace: str) -> dict[tuple[str, str], tuple[str, Any]]:
+    """The live shards by (namespace, name): MultigresShard documents, or the List `kubectl get -o yaml`
+    prints. Anything else is an error: a shard missing here would skip its update rules silently."""
+    prior: dict[tuple[str, str], tuple[str, Any]] = {}
+    for where, doc in _documents_in(path):
+        items = doc.get("items") if isinstance(doc, Mapping) and doc.get("kind") == "List" else None
+        found = [(f"{where}: items[{i}]", item) for i, item in enumerate(items)] if isinstance(items, list) \
+            else [(where, doc)]
+        for item_where, item in found:
+            key = _key(item, default_namespace)
+            if key is None or item.get("kind") != keys.SHARD_KIND:
+                raise UsageError(f"{item_where}: --previous takes MultigresShards with metadata.name (or the "
+                                 "List `kubectl get mgs -o yaml` prints)")
+            prior[key] = (item_where, item.get("spec"))
+    return prior
+
+
+def _key(doc: Any, default_namespace: str) -> tuple[str, str] | None:
+    """(namespace, name) of a document not validated yet; None without a string name."""
+    name = render_folder.shard_name(doc)
+    if name is None:
+        return None
+    namespace = doc["metadata"].get("namespace")
+    return (namespace if isinstance(namespace, str) and namespace else default_namespace), name
+
+
+def _check(value: Any, type_: Any, what: str) -> None:
+    problem = value_problem(type_, value)
+    if problem:
+        raise UsageError(f"{what} {value!r}: {problem}")
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    shards = _load(args.file, args.dir, args.previous)
+    _check(args.namespace, DnsLabel, "--namespace")
+    shards = _load(args)
     files = render_folder.render_files(shards, args.namespace, "crs" if args.stdout else args.only)
     if args.stdout:
         # Only objects on stdout (the ArgoCD plugin contract), never the kustomization files.
@@ -96,6 +181,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_install_bundle(args: argparse.Namespace) -> int:
+    _check(args.image, Image, "--image")
     changed = output.write_folder(bundle.files(args.image), args.output)
     print(f"{args.output}: install bundle, {len(changed)} files changed", file=sys.stderr)
     return 0
@@ -134,6 +220,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--only", choices=("all", "crs", "preview"), default="all", help="what to write with -o")
     r.add_argument("-n", "--namespace", default="default", help="namespace for shards that name none")
     r.add_argument("--previous", type=Path, help="the live MultigresShards: also check update rules")
+    r.add_argument("--allow-other-kinds", action="store_true",
+                   help="skip (and list on stderr) Kubernetes objects that are not MultigresShards instead "
+                        "of failing")
     r.set_defaults(run=cmd_render)
 
     b = sub.add_parser("install-bundle", help="write the CRD, RBAC and Deployments")
@@ -155,9 +244,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except SpecError as exc:
         print(f"multigres-pools: {exc}", file=sys.stderr)
-    except (UsageError, ValueError, OSError) as exc:
+        return EXIT_INVALID
+    except (UsageError, inputs.InputError) as exc:
         print(f"multigres-pools: {exc}", file=sys.stderr)
-    return 1
+    except OSError as exc:  # writing the output folder
+        print(f"multigres-pools: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -53,22 +53,26 @@ def _get(rig, cr) -> dict:
         keys.API_GROUP, keys.API_VERSION, rig.namespace, keys.SHARD_PLURAL, cr["metadata"]["name"])
 
 
-def _stamp(delta: timedelta) -> str:
-    return (datetime.now(UTC) - delta).strftime("%Y%m%d-%H%M%S")
+def _stamp(now: datetime, delta: timedelta) -> str:
+    """A pgBackRest label time `delta` before `now`. Every label of a test derives from one instant:
+    two clock reads straddling a second gave the same backup two different labels."""
+    return (now - delta).strftime("%Y%m%d-%H%M%S")
 
 
 def test_backup_health_picks_the_newest_complete(rig_factory, shard_crd_installed) -> None:
     rig = rig_factory()
     cr = _create_shard(rig)
     primary = rig.primary_peer
-    old_full = _stamp(timedelta(days=3)) + "F"
-    for i in range(12):  # more than era A's usual limit=10, which would keep only the oldest ones
-        primary.add_backup(f"{old_full}_{_stamp(timedelta(days=3) - timedelta(hours=5 * i))}D", "diff")
-    primary.add_backup(f"{old_full}_{_stamp(timedelta(hours=1))}I", "incr", complete=False)
+    now = datetime.now(UTC)
+    old_full = _stamp(now, timedelta(days=3)) + "F"
+    diffs = [f"{old_full}_{_stamp(now, timedelta(days=3) - timedelta(hours=5 * i))}D" for i in range(12)]
+    for label in diffs:  # more than era A's usual limit=10, which would keep only the oldest ones
+        primary.add_backup(label, "diff")
+    primary.add_backup(f"{old_full}_{_stamp(now, timedelta(hours=1))}I", "incr", complete=False)
     agent = rig.agent()
     agent.on_shard(_get(rig, cr))
     verdict = json.loads(_get(rig, cr)["metadata"]["annotations"][keys.ANN_BACKUP_HEALTH])
-    newest = f"{old_full}_{_stamp(timedelta(days=3) - timedelta(hours=55))}D"
+    newest = diffs[-1]  # 17 h old; the incremental one hour old is not complete
     assert verdict["healthy"] and verdict["lastBackupId"] == newest and verdict["lastBackupType"] == "diff"
     assert rig.events("BackupHealthy")
 
@@ -76,7 +80,7 @@ def test_backup_health_picks_the_newest_complete(rig_factory, shard_crd_installe
 def test_backup_health_stale_and_check_failure(rig_factory, shard_crd_installed) -> None:
     rig = rig_factory()
     cr = _create_shard(rig, backup={"healthThreshold": "1h"})
-    rig.primary_peer.add_backup(_stamp(timedelta(hours=2)) + "F")
+    rig.primary_peer.add_backup(_stamp(datetime.now(UTC), timedelta(hours=2)) + "F")
     agent = rig.agent()
     agent.on_shard(_get(rig, cr))
     verdict = json.loads(_get(rig, cr)["metadata"]["annotations"][keys.ANN_BACKUP_HEALTH])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
 
@@ -19,16 +17,6 @@ def _pvc(i: int) -> str:
 
 def _owned_by(obj, cr) -> bool:  # type: ignore[no-untyped-def]
     return any(r.get("uid") == facts.uid(cr) for r in facts.meta(obj).get("ownerReferences") or [])
-
-
-@pytest.fixture
-def expandable_class(rig):  # type: ignore[no-untyped-def]
-    """A StorageClass that allows volume expansion (the PVC resize admission plugin checks it)."""
-    name = f"expandable-{uuid.uuid4().hex[:6]}"
-    rig.client.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
-                      "provisioner": "example.com/none", "allowVolumeExpansion": True}, "test")
-    yield name
-    rig.client.delete("storage.k8s.io/v1", "StorageClass", None, name)
 
 
 def test_storage_growth_patches_pvcs_in_place_and_resize_pending_drains(rig, expandable_class):  # type: ignore[no-untyped-def]

@@ -70,9 +70,11 @@ def test_invalid_spec_exits_non_zero_names_path_and_rule_and_writes_nothing(tmp_
 ])
 def test_unreadable_input_is_an_error(tmp_path, capsys, content, message):
     (tmp_path / "bad.yaml").write_text(content)
-    assert cli.main(["render", "-f", str(tmp_path / "bad.yaml"), "-o", str(tmp_path / "out")]) == 1
+    assert cli.main(["render", "-f", str(tmp_path / "bad.yaml"), "-o", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
-    assert cli.main(["render", "-f", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "out")]) == 1
+    assert cli.main(["render", "-f", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "out")]) == 2
+    assert "missing.yaml: No such file or directory" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_previous_spec_enables_the_update_rules(tmp_path, capsys):
@@ -89,11 +91,30 @@ def test_vars_folder_to_stdout_prints_only_the_crs(tmp_path, capsys):
         {"metadata": {"name": "one", "namespace": "x"}, "spec": corpus.spec()},
         {"metadata": {"name": "two"}, "spec": corpus.spec()},
     ]}))
-    (tmp_path / "other.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ignored}\n")
-    assert cli.main(["render", "-d", str(tmp_path), "--stdout", "-n", "fallback"]) == 0
-    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    (tmp_path / "other.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: skipped}\n")
+    assert cli.main(["render", "-d", str(tmp_path), "--stdout", "-n", "fallback", "--allow-other-kinds"]) == 0
+    captured = capsys.readouterr()
+    docs = list(yaml.safe_load_all(captured.out))
     assert [(d["kind"], d["metadata"]["name"], d["metadata"]["namespace"]) for d in docs] == [
         ("MultigresShard", "one", "x"), ("MultigresShard", "two", "fallback")]
+    assert f"{tmp_path / 'other.yaml'}#0: skipped ConfigMap (--allow-other-kinds)" in captured.err
+
+
+def test_other_kinds_are_an_error_unless_allowed(tmp_path, capsys):
+    """A document dropped silently is a shard deleted by GitOps pruning when its `kind:` has a typo."""
+    _write_doc(tmp_path / "shard.yaml", corpus.spec())
+    (tmp_path / "other.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+    assert cli.main(["render", "-d", str(tmp_path), "--stdout"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{tmp_path / 'other.yaml'}#0: kind 'ConfigMap' is not a MultigresShard" in captured.err
+    assert "--allow-other-kinds" in captured.err
+    (tmp_path / "other.yaml").write_text(
+        "apiVersion: pools.multigres.com/v1alpha1\nkind: MultigresShar\nmetadata: {name: typo}\n")
+    for extra in ([], ["--allow-other-kinds"]):  # a kind of our API group is never skipped
+        assert cli.main(["render", "-d", str(tmp_path), "--stdout", *extra]) == 2
+        assert "kind 'MultigresShar' (apiVersion 'pools.multigres.com/v1alpha1') is not MultigresShard" in \
+            capsys.readouterr().err
 
 
 def _run(args: list[str], seed: str) -> None:

@@ -91,10 +91,12 @@ def test_defaults_and_key_rules_come_from_the_model():
     assert spec["properties"]["databaseName"]["default"] == "postgres"
 
 
-def test_status_schema_keeps_unknown_fields_and_has_no_defaults():
+def test_status_schema_keeps_unknown_fields_and_has_no_defaults_inside():
+    """Only `status: {}` itself is defaulted (Flux's CEL needs a status object); nothing inside it."""
     status = _version()["schema"]["openAPIV3Schema"]["properties"]["status"]
     assert status["x-kubernetes-preserve-unknown-fields"] is True
-    assert not any(path.endswith(".default") for path, _ in _walk(status))
+    assert status["default"] == {}
+    assert [path for path, _ in _walk(status) if path.endswith(".default")] == ["$.default"]
     assert status["properties"]["conditions"]["x-kubernetes-list-map-keys"] == ["type"]
 
 

@@ -1,10 +1,10 @@
-"""The ArgoCD plugin (run as ArgoCD runs it) and the Lua health check (run by a real Lua 5.4)."""
+"""The ArgoCD plugin (run as ArgoCD runs it), the Lua health check (a real Lua 5.4) and the Flux
+health expressions (a real CEL evaluator), over hand-made statuses and over statuses captured from
+the engine at every moment of a shard (tests/helpers/gitops_health.py)."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,35 +13,18 @@ import pytest
 import yaml
 
 from tests import render_corpus as corpus
+from tests.helpers import gitops_health as gh
 
 REPO = Path(__file__).resolve().parents[3]
 ARGOCD = REPO / "gitops" / "argocd"
-LUA = shutil.which("lua5.4") or shutil.which("lua")
+health = gh.argocd_health
 
 
-def _lua_literal(value) -> str:
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"[{json.dumps(k)}] = {_lua_literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "{" + ", ".join(_lua_literal(v) for v in value) + "}"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(value)
-
-
-def health(obj) -> tuple[str, str]:
-    """Run health.lua the way ArgoCD does: `obj` is a global, the chunk returns the health table."""
-    script = (f"obj = {_lua_literal(obj)}\n"
-              f"local hs = (function()\n{(ARGOCD / 'health.lua').read_text()}\nend)()\n"
-              "io.write(hs.status, '\\t', hs.message)")
-    out = subprocess.run([LUA, "-"], input=script, capture_output=True, text=True, check=True).stdout
-    status, message = out.split("\t", 1)
-    return status, message
-
-
-def _shard(generation=2, status=None):
+def _shard(generation=2, status=None, deleting=False):
     obj = {"apiVersion": "pools.multigres.com/v1alpha1", "kind": "MultigresShard",
            "metadata": {"name": "demo", "generation": generation}, "spec": corpus.spec()}
+    if deleting:
+        obj["metadata"]["deletionTimestamp"] = "2026-05-01T12:00:00Z"
     if status is not None:
         obj["status"] = status
     return obj
@@ -51,27 +34,85 @@ def _cond(type_, status, message=""):
     return {"type": type_, "status": status, "reason": "R", "message": message}
 
 
-needs_lua = pytest.mark.skipif(LUA is None, reason="no Lua interpreter (apt-get install lua5.4)")
+needs_lua = pytest.mark.skipif(gh.LUA is None, reason="no Lua interpreter (apt-get install lua5.4)")
+REFUSED = {"observedGeneration": 2, "phase": "Degraded", "conditions": [
+    _cond("Ready", "False", "spec.pools.main.storage.size: 1Gi is smaller than PVC"),
+    _cond("Reconciling", "False", "waiting for a spec change"),
+    _cond("Stalled", "True", "spec.pools.main.storage.size: 1Gi is smaller than PVC")]}
+
+# (status, deleting) -> (ArgoCD, Flux)
+CASES = [
+    pytest.param({}, False, ("Progressing", "Waiting for the operator to observe generation 2"), "InProgress",
+                 id="created"),
+    pytest.param({"observedGeneration": 1, "conditions": [_cond("Ready", "True", "all good")]}, False,
+                 ("Progressing", "Waiting for the operator to observe generation 2"), "InProgress", id="lagging"),
+    pytest.param({"observedGeneration": 2, "conditions": [_cond("Ready", "True", "3/3 pods ready")]}, False,
+                 ("Healthy", "3/3 pods ready"), "Current", id="converged"),
+    pytest.param({"observedGeneration": 2, "conditions": [_cond("Ready", "False", "drain stuck"),
+                                                          _cond("Stalled", "True", "drain of pod-1 stalled")]},
+                 False, ("Degraded", "drain of pod-1 stalled"), "Failed", id="stalled"),
+    pytest.param(REFUSED, False, ("Degraded", "spec.pools.main.storage.size: 1Gi is smaller than PVC"), "Failed",
+                 id="refused"),
+    pytest.param({"observedGeneration": 2, "conditions": [_cond("Ready", "False", ""),
+                                                          _cond("Reconciling", "True", "rolling")]}, False,
+                 ("Progressing", "rolling"), "InProgress", id="rolling"),
+    pytest.param({"observedGeneration": 2, "conditions": [_cond("Ready", "False", "1/3 pods ready")]}, False,
+                 ("Progressing", "1/3 pods ready"), "InProgress", id="not-ready"),
+    pytest.param({"observedGeneration": 2}, False, ("Progressing", "Waiting for the operator to report status"),
+                 "InProgress", id="no-conditions"),
+    pytest.param({"observedGeneration": 2, "conditions": [_cond("Ready", "True", "3/3 pods ready")]}, True,
+                 ("Progressing", "Being deleted: the operator cleans up before it releases its finalizer"),
+                 "InProgress", id="deleting"),
+]
 
 
 @needs_lua
-@pytest.mark.parametrize(("status", "expected"), [
-    (None, ("Progressing", "Waiting for the operator to report status")),
-    ({"observedGeneration": 1, "conditions": [_cond("Ready", "True", "all good")]},
-     ("Progressing", "Waiting for the operator to observe generation 2")),
-    ({"observedGeneration": 2, "conditions": [_cond("Ready", "True", "3/3 pods ready")]},
-     ("Healthy", "3/3 pods ready")),
-    ({"observedGeneration": 2, "conditions": [_cond("Ready", "False", "drain stuck"),
-                                              _cond("Stalled", "True", "drain of pod-1 stalled for 10m")]},
-     ("Degraded", "drain of pod-1 stalled for 10m")),
-    ({"observedGeneration": 2, "conditions": [_cond("Ready", "False", ""), _cond("Reconciling", "True", "rolling")]},
-     ("Progressing", "rolling")),
-    ({"observedGeneration": 2, "conditions": [_cond("Ready", "False", "1/3 pods ready")]},
-     ("Progressing", "1/3 pods ready")),
-    ({"observedGeneration": 2}, ("Progressing", "Waiting for the operator to report status")),
-])
-def test_lua_health(status, expected):
-    assert health(_shard(status=status)) == expected
+@pytest.mark.parametrize(("status", "deleting", "argocd", "flux"), CASES)
+def test_lua_and_flux_health(status, deleting, argocd, flux):
+    obj = _shard(status=status, deleting=deleting)
+    assert health(obj) == argocd
+    assert gh.flux_health(obj) == flux
+
+
+@needs_lua
+def test_lua_waits_for_a_status():
+    assert health(_shard()) == ("Progressing", "Waiting for the operator to report status")
+
+
+def test_flux_expressions_are_valid_before_the_first_status():
+    """The old `!has(status.observedGeneration)` fails when `status` is absent: CEL cannot test a
+    top-level variable. The CRD defaults `status` to {} so the object always has one."""
+    from ansible_collections.multigres.pools.plugins.module_utils import crd
+
+    schema = crd.shard_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    assert schema["default"] == {}
+    assert gh.flux_health(_shard(status={})) == "InProgress"
+    old = {"inProgress": "!has(status.observedGeneration) || status.observedGeneration != metadata.generation || "
+                         "status.conditions.exists(c, c.type == 'Reconciling' && c.status == 'True')",
+           "failed": "status.conditions.exists(c, c.type == 'Stalled' && c.status == 'True')",
+           "current": "status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')"}
+    assert gh.flux_health(_shard(status={"observedGeneration": 2}), old).startswith("Unknown")
+    assert gh.flux_health(_shard(status={"observedGeneration": 2})) == "InProgress"
+
+
+def _captures():
+    return [pytest.param(obj, id=moment) for moment, obj in yaml.safe_load(gh.CAPTURES.read_text()).items()]
+
+
+@needs_lua
+@pytest.mark.parametrize("obj", _captures())
+def test_health_of_statuses_captured_from_the_engine(obj, request):
+    moment = request.node.callspec.id
+    argocd, flux = health(obj), gh.flux_health(obj)
+    assert (argocd[0], flux) == gh.EXPECTED[moment]
+    if moment.startswith("refused"):
+        status = obj["status"]
+        assert status["observedGeneration"] == obj["metadata"]["generation"] and status["phase"] == "Degraded"
+        assert argocd[1] in status["message"] or status["message"] in argocd[1]
+
+
+def test_every_moment_is_captured():
+    assert set(yaml.safe_load(gh.CAPTURES.read_text())) == set(gh.EXPECTED)
 
 
 def test_plugin_discovers_and_generates_like_argocd(tmp_path):
@@ -103,9 +144,9 @@ def test_plugin_discovers_and_generates_like_argocd(tmp_path):
 
 
 def test_flux_health_expressions_use_the_same_conditions_as_the_lua_check():
-    (shards,) = [d for d in yaml.safe_load_all((REPO / "gitops" / "flux" / "shards.yaml").read_text())]
-    (expr,) = shards["spec"]["healthCheckExprs"]
+    exprs = gh.flux_expressions()
     lua = (ARGOCD / "health.lua").read_text()
     for condition, key in (("Ready", "current"), ("Stalled", "failed"), ("Reconciling", "inProgress")):
-        assert f"c.type == '{condition}'" in expr[key] and f'conditions["{condition}"]' in lua
-    assert "observedGeneration" in expr["inProgress"] and "observedGeneration" in lua
+        assert f"c.type == '{condition}'" in exprs[key] and f'conditions["{condition}"]' in lua
+    assert "observedGeneration" in exprs["inProgress"] and "observedGeneration" in lua
+    assert "deletionTimestamp" in exprs["inProgress"] and "deletionTimestamp" in lua

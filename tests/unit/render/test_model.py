@@ -143,8 +143,32 @@ def test_replicas_accepted_exactly_in_range(n):
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="0123456789.eEKMGTPinumk+- ", max_size=8))
 def test_quantity_parse_agrees_with_the_pattern(text):
-    parsed = quantity.try_parse(text)
-    assert (parsed is not None) == quantity.is_quantity(text)
+    """Parsed exactly when the pattern matches, except what Kubernetes cannot hold: fractional
+    exponents and magnitudes above 2^63-1 (each refused with its reason)."""
+    if not quantity.is_quantity(text):
+        assert quantity.try_parse(text) is None
+        return
+    try:
+        assert abs(quantity.parse(text)) <= quantity.MAX
+    except ValueError as exc:
+        assert "out of range" in str(exc) or "exponent must be a whole number" in str(exc)
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("1e1000000", "out of range"), ("-1e400", "out of range"), ("8Ei", "out of range"),
+    ("9223372036854775808", "out of range"), ("1e1.5", "exponent must be a whole number"),
+])
+def test_quantity_beyond_kubernetes_is_refused_with_the_reason(text, problem):
+    with pytest.raises(ValueError, match=problem):
+        quantity.parse(text)
+    errors = _errors(corpus.spec({"pools": {"default": {"storage": {"size": text}}}}))
+    assert any(e.startswith("spec.pools.default.storage.size:") and problem in e for e in errors)
+
+
+def test_quantity_at_the_bounds():
+    assert quantity.parse("7Ei") == Decimal(7 * 2**60)
+    assert quantity.parse("9223372036854775807") == quantity.MAX
+    assert quantity.parse("1e-1000000") < Decimal("1e-300")  # tiny, not an error
 
 
 def test_quantity_values():
