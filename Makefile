@@ -15,6 +15,7 @@ demo: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 
 test: setup lint
 	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)

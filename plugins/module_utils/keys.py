@@ -126,3 +126,15 @@ ANN_DELETE_WITH_POD = "pools.multigres.com/delete-with-pod"
 ANN_PROMETHEUS_SCRAPE = "prometheus.io/scrape"
 ANN_PROMETHEUS_PORT = "prometheus.io/port"
 ANN_PROMETHEUS_PATH = "prometheus.io/path"
+
+
+class MultigresVersion(StrEnum):
+    """The Multigres contract a shard's binaries speak: `spec.multigres.version`.
+
+    It picks the pod layout and the agent's data-plane adapter; it is declared, never guessed."""
+
+    V0_1_0 = "v0.1.0"  # the release (2026-05-29); shared/reference/multigres-v0.1.md
+    ERA_A = "d782aa06"  # the pre-release build of era A; shared/reference/multigres-contract.md
+
+
+DEFAULT_MULTIGRES_VERSION = MultigresVersion.V0_1_0

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from ..operator.leader import LeaseElector
+from ..lease import LeaseElector
 
 log = logging.getLogger("multigres_pools.agent.leader")
 

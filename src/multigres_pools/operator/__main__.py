@@ -76,10 +76,10 @@ async def _first(*aws: asyncio.Future | asyncio.Task) -> None:  # type: ignore[t
 async def serve(args: argparse.Namespace) -> int:
     import kopf
 
+    from ..lease import LeaseElector
     from . import handlers, health
     from .controller import Controller, Settings
     from .invalid import InvalidSpecReporter
-    from .leader import LeaseElector
     from .runner import DEFAULT_PLAYBOOK, PlaybookRunner
 
     namespaces = _namespaces(args)

@@ -58,28 +58,34 @@ def _build(target: Path) -> None:
     print(f"binaries: built in {time.monotonic() - started:.0f}s", flush=True)
 
 
-def resolve() -> dict[str, Path]:
-    """Return the path of each binary, building the missing ones."""
+def cached() -> dict[str, Path]:
+    """The binaries that exist already (prebuilt envtest assets first, then our cache); builds nothing."""
     found: dict[str, Path] = {}
     assets = os.environ.get("KUBEBUILDER_ASSETS")
-    if assets:
-        for name in BINARIES:
-            candidate = Path(assets) / name
+    for name in BINARIES:
+        for directory in ([Path(assets)] if assets else []) + [cache_dir()]:
+            candidate = directory / name
             if candidate.is_file() and os.access(candidate, os.X_OK):
                 found[name] = candidate
-    cached = cache_dir()
+                break
+    return found
+
+
+def resolve() -> dict[str, Path]:
+    """Return the path of each binary, building the missing ones."""
+    cached_dir = cache_dir()
 
     def missing() -> bool:
-        return any(name not in found and not (cached / name).is_file() for name in BINARIES)
+        return len(cached()) < len(BINARIES)
 
     if missing():
-        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached_dir.parent.mkdir(parents=True, exist_ok=True)
         # Several test processes may start at once on a fresh machine: one builds, the rest wait.
-        with (cached.parent / ".build.lock").open("w") as lock:
+        with (cached_dir.parent / ".build.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if missing():
-                _build(cached)
-    return {name: found.get(name, cached / name) for name in BINARIES}
+                _build(cached_dir)
+    return cached()
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 import datetime as dt
 
+from multigres_pools.lease import LeaseView, can_take
 from multigres_pools.operator.invalid import invalid_conditions, with_condition
-from multigres_pools.operator.leader import LeaseView, can_take
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
 

@@ -1,0 +1,155 @@
+"""Multigres v0.1.0's own local provisioner (`multigres cluster init/start/stop`), run safely here.
+
+The provisioner's defaults (etcd 2379, postgres 25432-25434, 15xxx service ports) clash with
+anything else on the machine, so after `cluster init` every port in the generated config is
+replaced by a free one. Every command runs as the toolchain's unprivileged user with a marker
+variable in its environment; the provisioner puts each service in its own process group and
+pg_ctl detaches postgres, so the marker (inherited by every descendant) is how leftovers are
+found and killed, without touching anybody else's Multigres processes.
+
+    cluster = LocalProvisionerCluster(toolchain.ensure(), workdir)
+    cluster.init(); cluster.start()
+    ... cluster.postgres_ports() ...
+    cluster.stop()          # `multigres cluster stop`, then kills whatever is left
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .cluster import free_port
+from .toolchain import Toolchain
+
+MARKER = "MULTIGRES_POOLS_RUN"
+CONFIG_FILE = "multigres.yaml"
+
+
+def _free_ports(count: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def _port_fields(node: Any) -> Iterator[tuple[dict[str, Any], str]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(key, str) and key.endswith("port") and isinstance(value, int):
+                yield node, key
+            else:
+                yield from _port_fields(value)
+
+
+def repoint_ports(config: dict[str, Any]) -> dict[int, int]:
+    """Replace every port in a local-provisioner config with a free one, in place. Equal old
+    ports get the same new port, which keeps pairs that must agree (a cell's pgctld and
+    multipooler pg-port) agreeing. etcd's peer port defaults to client port + 1, so it is set
+    explicitly. Returns old -> new."""
+    etcd = config["provisioner-config"]["etcd"]
+    etcd.setdefault("peer-port", etcd["port"] + 1)
+    fields = list(_port_fields(config))
+    old = sorted({node[key] for node, key in fields})
+    mapping = dict(zip(old, _free_ports(len(old)), strict=True))
+    for node, key in fields:
+        node[key] = mapping[node[key]]
+    return mapping
+
+
+def processes_with_marker(value: str) -> list[int]:
+    """Pids whose environment carries MARKER=value (readable for root or the same user)."""
+    needle = f"{MARKER}={value}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                pids.append(int(entry.name))
+        except OSError:
+            continue  # gone, or not ours to read
+    return pids
+
+
+class LocalProvisionerCluster:
+    def __init__(self, toolchain: Toolchain, workdir: Path) -> None:
+        self.toolchain = toolchain
+        self.workdir = workdir
+        self.log = workdir / "provisioner.log"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**self.toolchain.env(), MARKER: str(self.workdir)}
+
+    def _multigres(self, *args: str, timeout: float) -> None:
+        argv = [str(self.toolchain.multigres_bin / "multigres"), "cluster", *args,
+                "--config-path", str(self.workdir)]
+        kwargs = self.toolchain.process_kwargs()
+        kwargs["env"] = self.env
+        with self.log.open("a") as log:
+            log.write(f"$ {' '.join(argv)}\n")
+            log.flush()
+            done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
+                                  timeout=timeout, start_new_session=True, **kwargs)  # type: ignore[call-overload]
+        if done.returncode != 0:
+            tail = "\n".join(self.log.read_text().splitlines()[-30:])
+            raise RuntimeError(f"multigres cluster {args[0]} exited {done.returncode}; log tail:\n{tail}")
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return yaml.safe_load((self.workdir / CONFIG_FILE).read_text())
+
+    def init(self) -> dict[str, Any]:
+        """`multigres cluster init`, then free ports everywhere. The workdir must exist and be
+        writable by the toolchain user."""
+        self._multigres("init", timeout=60)
+        config = self.config
+        repoint_ports(config)
+        (self.workdir / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
+        return config
+
+    def start(self, timeout: float = 300) -> None:
+        """`multigres cluster start`: returns once the gateways answer SQL."""
+        self._multigres("start", timeout=timeout)
+
+    def postgres_ports(self) -> dict[str, int]:
+        """Cell name -> the port of that cell's PostgreSQL (on localhost)."""
+        cells = self.config["provisioner-config"]["cells"]
+        return {name: cell["pgctld"]["pg-port"] for name, cell in cells.items()}
+
+    def processes(self) -> list[int]:
+        return processes_with_marker(str(self.workdir))
+
+    def stop(self, timeout: float = 120) -> list[int]:
+        """`multigres cluster stop`, then SIGKILL (process group and process) whatever is left.
+        Returns the pids that were still alive after the graceful stop, so tests can assert
+        that there were none."""
+        # A failed stop is not fatal here: the kill below cleans up and callers see the leftovers.
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+            self._multigres("stop", timeout=timeout)
+        deadline = time.monotonic() + 15
+        while self.processes() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        leftovers = self.processes()
+        for pid in leftovers:
+            _kill_group_and_process(pid)
+        return leftovers
+
+
+def _kill_group_and_process(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        group = os.getpgid(pid)
+        if group != os.getpgrp():  # never our own group
+            os.killpg(group, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,124 @@
+"""A steady SQL write load that remembers every write PostgreSQL acknowledged.
+
+Used by the demo and by the data-safety tests: while pods are drained, rolled or killed, one thread
+inserts numbered rows through whichever pod is the primary at that moment. An id is recorded only
+after its COMMIT returned, so `missing()` lists acknowledged writes that a later read cannot find:
+the one number a "never loses a write" claim is judged by. Ids are never reused, so a COMMIT whose
+outcome is unknown (the connection broke) is simply not counted either way.
+
+    load = WriteLoad(find_primary=lambda: "10.77.0.5", dsn=lambda host: f"host={host} ...")
+    load.start(); ...; load.stop()
+    assert load.missing() == []
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psycopg
+
+TABLE = "mgp_writeload"
+
+
+@dataclass(frozen=True)
+class Outage:
+    """The longest stretch without an acknowledged write, and when it started (monotonic)."""
+
+    seconds: float
+    started: float
+
+
+class WriteLoad(threading.Thread):
+    def __init__(self, find_primary: Callable[[], str | None], dsn: Callable[[str], str],
+                 interval: float = 0.02, table: str = TABLE) -> None:
+        super().__init__(name="writeload", daemon=True)
+        self.find_primary, self.dsn, self.interval, self.table = find_primary, dsn, interval, table
+        self.acked: list[int] = []
+        self.ack_times: list[float] = []
+        self.errors: Counter[str] = Counter()
+        self._next_id = 1
+        self._stopping = threading.Event()
+        self._conn: psycopg.Connection | None = None
+        self._host: str | None = None
+
+    # --- the loop ---------------------------------------------------------------------------------
+    def run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                conn = self._connection()
+                if conn is None:
+                    self._stopping.wait(0.2)
+                    continue
+                ident, self._next_id = self._next_id, self._next_id + 1
+                with conn.cursor() as cur:
+                    cur.execute(f"INSERT INTO {self.table} (id) VALUES (%s)", (ident,))
+                conn.commit()  # returns once the synchronous standbys confirmed (synchronous_commit=on)
+                self.acked.append(ident)
+                self.ack_times.append(time.monotonic())
+            except psycopg.Error as exc:
+                self.errors[type(exc).__name__] += 1
+                self._drop()
+                self._stopping.wait(0.2)
+                continue
+            self._stopping.wait(self.interval)
+        self._drop()
+
+    def _connection(self) -> psycopg.Connection | None:
+        host = self.find_primary()
+        if host is None:
+            return None
+        if self._conn is not None and host == self._host and not self._conn.closed:
+            return self._conn
+        self._drop()
+        conn = psycopg.connect(self.dsn(host), connect_timeout=3)
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_is_in_recovery()")
+            row = cur.fetchone()
+            if row is None or row[0]:
+                conn.close()
+                return None  # a standby (the role label lags a failover): ask again
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} "
+                        "(id bigint PRIMARY KEY, at timestamptz DEFAULT now())")
+        conn.commit()
+        self._conn, self._host = conn, host
+        return conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+        self._conn, self._host = None, None
+
+    def stop(self, timeout: float = 30) -> None:
+        self._stopping.set()
+        self.join(timeout)
+
+    # --- what it proves ----------------------------------------------------------------------------
+    def wait_for_acks(self, count: int, timeout: float) -> None:
+        """Block until `count` more writes were acknowledged (the load is flowing)."""
+        target, deadline = len(self.acked) + count, time.monotonic() + timeout
+        while len(self.acked) < target:
+            if time.monotonic() > deadline or not self.is_alive():
+                raise TimeoutError(f"write load: {len(self.acked)} acknowledged, wanted {target}; "
+                                   f"errors {dict(self.errors)}")
+            time.sleep(0.05)
+
+    def missing(self, host: str | None = None) -> list[int]:
+        """Acknowledged ids that the primary (or `host`) does not have."""
+        where = host or self.find_primary()
+        if where is None:
+            raise RuntimeError("no primary to read the written rows from")
+        with psycopg.connect(self.dsn(where), connect_timeout=5) as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT id FROM {self.table}")
+            present = {row[0] for row in cur.fetchall()}
+        return sorted(set(self.acked) - present)
+
+    def longest_outage(self) -> Outage:
+        gaps = [(b - a, a) for a, b in zip(self.ack_times, self.ack_times[1:], strict=False)]
+        seconds, started = max(gaps, default=(0.0, 0.0))
+        return Outage(seconds, started)
