@@ -258,6 +258,7 @@ class PodWorker:
         for c in self.containers:
             self._reap(c)
             self._enforce_kill(c)
+            self._probe(c)  # before any start decision: a sidecar's startup probe gates the next init
         if self.failed_init:
             for c in self.containers:
                 c.stop_restarts = True
@@ -276,8 +277,6 @@ class PodWorker:
                 if c.run is not None and c.run.kill_deadline is None:
                     self._signal(c, signal.SIGTERM)
                     c.run.kill_deadline = time.monotonic() + self._grace()
-        for c in self.containers:
-            self._probe(c)
 
     def _sync_init(self) -> bool:
         """Advances init containers in order; True once every one is done (sidecars: started)."""
