@@ -99,7 +99,7 @@ def process_kubelet(kube: Kube, toy_image: Path) -> Iterator[object]:
 # -- helpers for the tests ---------------------------------------------------------------------------
 
 
-def eventually(check: Callable[[], object], timeout: float = 60, what: str = "condition") -> object:
+def eventually(check: Callable[[], object], timeout: float = 90, what: str = "condition") -> object:
     deadline = time.monotonic() + timeout
     last: object = None
     while time.monotonic() < deadline:

@@ -32,7 +32,7 @@ def core(kube) -> client.CoreV1Api:  # type: ignore[no-untyped-def]
     return client.CoreV1Api(kube.api_client())
 
 
-def _pod_when(core, namespace: str, name: str, check, what: str, timeout: float = 60) -> dict:  # type: ignore[no-untyped-def]
+def _pod_when(core, namespace: str, name: str, check, what: str, timeout: float = 90) -> dict:  # type: ignore[no-untyped-def]
     seen: list[dict | None] = [None]
 
     def probe() -> dict | None:
@@ -48,11 +48,11 @@ def running(core, namespace: str, name: str) -> dict:  # type: ignore[no-untyped
     return _pod_when(core, namespace, name, lambda p: p["status"].get("phase") == "Running", "Running")
 
 
-def ready(core, namespace: str, name: str, timeout: float = 60) -> dict:  # type: ignore[no-untyped-def]
+def ready(core, namespace: str, name: str, timeout: float = 90) -> dict:  # type: ignore[no-untyped-def]
     return _pod_when(core, namespace, name, lambda p: condition(p, "Ready"), "Ready", timeout)
 
 
-def delete_and_wait(core, namespace: str, name: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+def delete_and_wait(core, namespace: str, name: str, timeout: float = 90) -> None:  # type: ignore[no-untyped-def]
     core.delete_namespaced_pod(name, namespace)
     eventually(lambda: read_pod(core, namespace, name) is None, timeout, what=f"pod {name} gone")
 
@@ -196,8 +196,8 @@ def test_readiness_probe_flips_ready(core, namespace, process_kubelet):
 def test_liveness_failure_restarts_the_container(core, namespace, process_kubelet):
     probe = {"httpGet": {"path": "/live", "port": 8000}, "periodSeconds": 1, "failureThreshold": 2}
     core.create_namespaced_pod(namespace, toy_pod("p", toy("c", "serve", "--live-for", "2", livenessProbe=probe)))
-    pod = eventually(lambda: (p := read_pod(core, namespace, "p")) and container_status(p, "c").get("restartCount", 0)
-                     >= 1 and p, what="restartCount increments")
+    pod = _pod_when(core, namespace, "p", lambda p: container_status(p, "c").get("restartCount", 0) >= 1,
+                    "restarted")
     assert container_status(pod, "c")["lastState"]["terminated"]["finishedAt"]  # the killed run
     assert "term toy" in process_kubelet.logs(namespace, "p", "c", previous=True)  # stopped with SIGTERM first
     assert any(e.reason == "Killing" and "liveness" in e.message for e in events(core, namespace, "p"))
@@ -299,8 +299,13 @@ def test_deployment_pods_come_from_the_real_controllers_and_serve_their_service(
             toy("web", "serve", "--port", "8000", readinessProbe=probe)]}}}})
     core.create_namespaced_service(namespace, {"metadata": {"name": "web"}, "spec": {
         "selector": labels, "ports": [{"port": 8000}]}})
-    eventually(lambda: apps.read_namespaced_deployment("web", namespace).status.available_replicas == 2,
-               timeout=90, what="Deployment available")
+    try:
+        eventually(lambda: apps.read_namespaced_deployment("web", namespace).status.available_replicas == 2,
+                   timeout=90, what="Deployment available")
+    except AssertionError as err:
+        pods = [(p.metadata.name, p.spec.node_name, p.status.phase, p.status.container_statuses)
+                for p in core.list_namespaced_pod(namespace).items]
+        raise AssertionError(f"{err}; pods: {pods}") from None
     pods = core.list_namespaced_pod(namespace, label_selector="app=web").items
     ips = {p.status.pod_ip for p in pods}
     assert len(ips) == 2 and all(p.spec.node_name == process_kubelet.node_name for p in pods)
@@ -334,7 +339,16 @@ def test_stop_leaves_no_process_netns_veth_or_bridge(kube, namespace, toy_image)
     assert not [n for n in podnet.link_names() if n.startswith(prefix)]
     assert not kubelet.workdir.exists()
     for pid in pids:
-        assert not os.path.exists(f"/proc/{pid}"), f"pid {pid} survived stop()"
+        eventually(lambda pid=pid: not _alive(pid), what=f"pid {pid} gone after stop()")
+
+
+def _alive(pid: int) -> bool:
+    """A zombie waiting for the machine's init to reap it counts as dead."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in handle)
+    except FileNotFoundError:
+        return False
 
 
 def test_sweep_removes_what_a_crashed_instance_left(process_kubelet):
