@@ -59,31 +59,37 @@ def kube(_workload_cluster) -> Kube:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="package")
-def toy_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory holding `toy` (a script whose interpreter the run-as user may execute)."""
+def toy_image() -> Iterator[Path]:
+    """A directory holding `toy` (a script whose interpreter the run-as user may execute). Not under
+    pytest's basetemp: every pytest run on the machine resets /tmp/pytest-of-<user> to 0700."""
     import pwd
+    import tempfile
 
     account = pwd.getpwnam(run_as_user())
     candidates = [os.path.realpath(sys.executable), "/usr/bin/python3", shutil.which("python3") or ""]
     python = next((p for p in candidates if p and runnable_by(p, account.pw_uid, account.pw_gid)), None)
     if python is None:
         pytest.skip(f"no Python interpreter here is executable by {account.pw_name!r}")
-    image = tmp_path_factory.mktemp("toy-image")
-    toy = image / "toy"
-    toy.write_text(f"#!{python}\n" + (HERE / "toy.py").read_text())
-    toy.chmod(0o755)
-    for path in (image, *image.parents):
-        if path == Path("/"):
-            break
-        path.chmod(path.stat().st_mode | 0o011)  # traversable, so the image dir can be bound in
-    return image
+    image = Path(tempfile.mkdtemp(prefix="mgp-toy-image-"))
+    try:
+        image.chmod(0o755)
+        toy = image / "toy"
+        toy.write_text(f"#!{python}\n" + (HERE / "toy.py").read_text())
+        toy.chmod(0o755)
+        yield image
+    finally:
+        shutil.rmtree(image, ignore_errors=True)
 
 
 def make_kubelet(kube: Kube, toy_image: Path, **kwargs):  # type: ignore[no-untyped-def]
-    from multigres_pools.playground.process_kubelet import ImageSpec, ProcessKubelet
+    from multigres_pools.playground import toolchain
+    from multigres_pools.playground.process_kubelet import ImageSpec, ProcessKubelet, toolchain_images
 
     spec = ImageSpec(path_dirs=[str(toy_image)])
     images = {TOY_IMAGE: spec, V010_STANDIN: spec}
+    found = toolchain.available()
+    if found is not None:
+        images.update(toolchain_images(found))  # the real Multigres v0.1.0 images replace the stand-in
     return ProcessKubelet(kube.api_client(), images, run_as_user(), backoff=(1.0, 4.0), **kwargs)
 
 
