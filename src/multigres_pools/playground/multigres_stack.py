@@ -38,20 +38,12 @@ from ..podaddress import pod_address
 from . import toolchain as toolchain_module
 from .cluster import Cluster, Etcd
 from .localstack import Process, ensure_namespace, free_port, install_crd, wait_for
-from .process_kubelet import ImageSpec, ProcessKubelet
+from .process_kubelet import ProcessKubelet, toolchain_images
 
 Manifest = dict[str, Any]
 SAMPLE = collection_root() / "examples" / "playground-shard.yaml"
 FIELD_MANAGER = "multigres-pools-playground"
 Progress = Callable[[str], None]
-
-
-def images(tool: toolchain_module.Toolchain) -> dict[str, ImageSpec]:
-    """The v0.1.0 release images, served from the toolchain's binaries (nothing is pulled here)."""
-    dirs = [str(tool.multigres_bin), str(tool.postgres_bin), str(tool.pgbackrest.parent)]
-    env = {k: v for k, v in tool.env().items() if k in ("PATH", "LANG", "LC_ALL", "LOCPATH")}
-    release = model.RELEASE_IMAGES[keys.MultigresVersion.V0_1_0]
-    return {ref: ImageSpec(path_dirs=dirs, env=env) for ref in (release.multigres, release.pgctld)}
 
 
 @dataclass
@@ -93,7 +85,7 @@ class MultigresStack:
         self.cluster = self._step("etcd, kube-apiserver, kube-controller-manager",
                                   lambda: Cluster(self.workdir / "cluster", workload_controllers=True).start())
         self.kubelet = self._step("the process kubelet", lambda: ProcessKubelet(
-            api_client(self.cluster.kubeconfig), images(tool), tool.user,  # type: ignore[union-attr]
+            api_client(self.cluster.kubeconfig), toolchain_images(tool), tool.user,  # type: ignore[union-attr]
             workdir=self.workdir / "kubelet").start())
         self.topo = self._step("the topology etcd", self._start_topo)
         kube = self.kube()

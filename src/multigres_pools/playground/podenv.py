@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -142,10 +143,14 @@ def command_line(container: Manifest, image: ImageSpec, env: Mapping[str, str]) 
 
 
 def runnable_by(path: str, uid: int, gid: int) -> bool:
-    """Whether `uid`/`gid` may execute `path`, asked of the kernel as that user (so ACLs and
-    every directory above count; the kubelet runs as root, so its own os.access would not)."""
-    probe = subprocess.run(["test", "-x", path], user=uid, group=gid, extra_groups=[], check=False)
-    return probe.returncode == 0
+    """Whether `uid`/`gid` may execute `path`, asked of the kernel as that user (the caller is root,
+    and ACLs such as the toolchain's on /root decide too, so mode bits alone would mislead)."""
+    test = shutil.which("test") or "/usr/bin/test"
+    try:
+        return subprocess.run([test, "-x", path], user=uid, group=gid, extra_groups=[], check=False,
+                              capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def find_executable(name: str, image_ref: str, image: ImageSpec, uid: int, gid: int) -> str:

@@ -161,6 +161,8 @@ class PodVolumes:
         name, spec = volume["name"], volume[kind]
         where = f"volume {name!r}"
         files: dict[str, tuple[bytes, int | None]] = {}
+        if kind == "secret":  # a secret volume says secretName where every other source says name
+            spec = {**spec, "name": spec.get("secretName", "")}
         sources = (spec.get("sources") or []) if kind == "projected" else [{kind: spec}]
         for source in sources:
             (sub_kind, sub), = source.items()

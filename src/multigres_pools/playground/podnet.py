@@ -153,22 +153,28 @@ def delete_pod_net(net: PodNet) -> None:
     ip("netns", "del", net.netns, check=False)
 
 
-def kill_netns_processes(netns: str) -> list[int]:
-    """SIGKILL every process still inside `netns` (what a crashed run leaves behind)."""
+def netns_pids(netns: str) -> list[int]:
+    """Every process inside `netns`."""
     try:
         target = (NETNS_DIR / netns).stat().st_ino
     except OSError:
         return []
-    killed = []
+    pids = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{entry}/ns/net").st_ino == target:
-                os.kill(int(entry), signal.SIGKILL)
-                killed.append(int(entry))
-        except OSError:
-            continue
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{entry}/ns/net").st_ino == target:
+                    pids.append(int(entry))
+    return pids
+
+
+def kill_netns_processes(netns: str) -> list[int]:
+    """SIGKILL every process still inside `netns` (what a crashed run leaves behind)."""
+    killed = []
+    for pid in netns_pids(netns):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
     return killed
 
 

@@ -50,14 +50,21 @@ class Run:
     probers: dict[str, probes.Prober] = field(default_factory=dict)
     kill_deadline: float | None = None
 
+    uid: int = -1
+
     @property
     def container_pid(self) -> int | None:
-        """The host pid of the container's pid 1 (podexec's only child)."""
+        """The host pid of the container's pid 1 (podexec's only child), once it has built its view
+        and dropped to the run-as user; None before (entering it then would see the host's root)."""
         try:
             children = Path(f"/proc/{self.popen.pid}/task/{self.popen.pid}/children").read_text().split()
+            if not children:
+                return None
+            status = Path(f"/proc/{children[0]}/status").read_text().splitlines()
         except OSError:
             return None
-        return int(children[0]) if children else None
+        uids = next((line.split()[1:] for line in status if line.startswith("Uid:")), [])
+        return int(children[0]) if uids and all(u == str(self.uid) for u in uids) else None
 
 
 class Container:
@@ -264,6 +271,7 @@ class PodWorker:
         for c in self.containers:
             self._reap(c)
             self._enforce_kill(c)
+            self._probe(c)  # before any start decision: a sidecar's startup probe gates the next init
         if self.failed_init:
             for c in self.containers:
                 c.stop_restarts = True
@@ -285,8 +293,6 @@ class PodWorker:
                 if c.run is not None and c.run.kill_deadline is None:
                     self._signal(c, signal.SIGTERM)
                     c.run.kill_deadline = time.monotonic() + self._grace()
-        for c in self.containers:
-            self._probe(c)
 
     def _sync_init(self) -> bool:
         """Advances init containers in order; True once every one is done (sidecars: started)."""
@@ -354,11 +360,13 @@ class PodWorker:
                                      start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         self.kubelet.track(popen.pid)
         started = time.monotonic()
-        run = Run(popen, image, started, now(), env)
+        run = Run(popen, image, started, now(), env, uid=self.kubelet.uid)
         for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
             if c.spec.get(kind):
                 run.probers[kind] = probes.Prober(c.spec[kind], started)
         c.run = run
+        log.info("%s/%s %s: started pid %d (start #%d)", self.namespace, self.pod_name, c.name, popen.pid,
+                 c.starts + 1)
         if c.starts:
             self._event("Normal", "Started", f"Restarted container {c.name}", c)
         else:
@@ -433,6 +441,7 @@ class PodWorker:
         if code < 0:
             code = 128 - code
         run, c.run = c.run, None
+        log.info("%s/%s %s: exited with %d", self.namespace, self.pod_name, c.name, code)
         terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
                       "startedAt": run.started_at, "finishedAt": now(), "containerID": f"process://{run.popen.pid}"}
         c.started = c.ready = False
@@ -512,24 +521,30 @@ class PodWorker:
                 os.kill(c.run.popen.pid, sig)  # podexec forwards it to the container's pid 1
 
     def _sigkill(self, c: Container) -> None:
+        """SIGKILL the container's pid 1 first (its PID namespace dies with it and podexec reaps it and
+        exits), then podexec's whole process group if anything is left."""
         if c.run is None:
             return
         pid = c.run.container_pid
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(c.run.popen.pid, signal.SIGKILL)
         if pid:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        try:
-            c.run.popen.wait(5)
-        except subprocess.TimeoutExpired:
-            log.warning("container %s of %s/%s did not die after SIGKILL", c.name, self.namespace, self.pod_name)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                c.run.popen.wait(5)
+        if c.run.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(c.run.popen.pid, signal.SIGKILL)
+            try:
+                c.run.popen.wait(5)
+            except subprocess.TimeoutExpired:
+                log.warning("container %s of %s/%s survived SIGKILL", c.name, self.namespace, self.pod_name)
         self._reap(c)
 
     def _kill(self, c: Container, grace: float) -> None:
         """Graceful stop without blocking the loop: SIGTERM now, SIGKILL at the deadline."""
         if c.run is None:
             return
+        log.info("%s/%s %s: stopping (grace %ss)", self.namespace, self.pod_name, c.name, grace)
         self._signal(c, signal.SIGTERM)
         c.run.kill_deadline = time.monotonic() + float(grace)
         c.ready = False
@@ -547,7 +562,11 @@ class PodWorker:
     def exec_in(self, c: Container, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
         """argv inside the container's namespaces and root, as the run-as user, with its environment."""
         run = c.run
+        deadline = time.monotonic() + min(timeout, 10)
         pid = run.container_pid if run else None
+        while run is not None and pid is None and run.popen.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # podexec is still building the container's view
+            pid = run.container_pid
         if run is None or pid is None:
             raise RuntimeError(f"container {c.name!r} of pod {self.namespace}/{self.pod_name} is not running")
         chain = [self.kubelet.tools["nsenter"], "-t", str(pid), "-m", "-u", "-n", "-p", "-r", "-w",

@@ -47,7 +47,7 @@ from .podenv import ImageSpec, Lookup
 from .podfs import Reader, text_data
 from .podworker import PodWorker
 
-__all__ = ["ImageSpec", "ProcessKubelet", "sweep"]
+__all__ = ["ImageSpec", "ProcessKubelet", "sweep", "toolchain_images"]
 
 log = logging.getLogger(__name__)
 sweep = podnet.sweep
@@ -199,6 +199,10 @@ class ProcessKubelet:
              timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """`kubectl exec`: the command inside the running container, as the run-as user."""
         return self._worker(namespace, pod).exec_in(self._worker(namespace, pod).container(container), command, timeout)
+
+    def pvc_path(self, namespace: str, claim: str) -> Path:
+        """Where the claim's data lives on the host (it outlives pods, and stop() keeps it for a given workdir)."""
+        return self.workdir / "pvc" / namespace / claim
 
     def pod_ip(self, namespace: str, pod: str) -> str | None:
         return self._worker(namespace, pod).ip
@@ -439,6 +443,22 @@ class ProcessKubelet:
             for worker in workers:
                 worker.write_hosts(self.hosts_for(worker))
             self._stopping.wait(0.2)  # coalesce bursts of pod updates
+
+
+MULTIGRES_IMAGE_REPOSITORIES = ("ghcr.io/multigres/multigres", "ghcr.io/multigres/pgctld")
+
+
+def toolchain_images(toolchain: Any) -> dict[str, ImageSpec]:
+    """The image table for a playground `toolchain.Toolchain`: Multigres v0.1.0's two images, each
+    with the Multigres binaries, PostgreSQL 17 and pgBackRest (as the real pgctld image has them),
+    a UTF-8 locale, and the system directories after them on PATH (pg_ctl and archive commands
+    run shell commands). Commands still resolve only in the image's own directories."""
+    from .toolchain import MULTIGRES_VERSION
+
+    dirs = [str(d) for d in dict.fromkeys((toolchain.multigres_bin, toolchain.postgres_bin,
+                                           toolchain.pgbackrest.parent))]
+    env = {k: v for k, v in toolchain.env().items() if k in ("PATH", "LANG", "LC_ALL", "LOCPATH")}
+    return {f"{repo}:{MULTIGRES_VERSION}": ImageSpec(path_dirs=dirs, env=env) for repo in MULTIGRES_IMAGE_REPOSITORIES}
 
 
 def _term_matches(term: Manifest, labels: Mapping[str, str]) -> bool:
