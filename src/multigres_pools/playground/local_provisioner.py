@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import signal
 import subprocess
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from . import podnet
 from .cluster import free_port
 from .toolchain import Toolchain
 
@@ -90,8 +90,12 @@ class LocalProvisionerCluster:
         self.workdir = workdir
         self.log = workdir / "provisioner.log"
         # v0.1.0's provisioner binds etcd, PostgreSQL, pgBackRest and the gRPC servers on all
-        # addresses; in a private network namespace (loopback only) "all" is just loopback.
-        self.netns = f"mgp-lp-{secrets.token_hex(4)}" if os.geteuid() == 0 else None
+        # addresses; in a private network namespace "all" is its loopback plus one address on a
+        # private bridge (podnet), which is how callers here reach etcd and the poolers.
+        self.net: podnet.PodNet | None = None
+        self.bridge: podnet.Bridge | None = None
+        self.netns: str | None = None
+        self.address = "127.0.0.1"
 
     def run(self, argv: list[str], timeout: float, extra_env: dict[str, str] | None = None,
             **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -131,9 +135,10 @@ class LocalProvisionerCluster:
     def init(self) -> dict[str, Any]:
         """The network namespace, `multigres cluster init`, then free ports everywhere. The
         workdir must exist and be writable by the toolchain user."""
-        if self.netns:
-            subprocess.run(["ip", "netns", "add", self.netns], check=True)
-            subprocess.run(["ip", "-n", self.netns, "link", "set", "lo", "up"], check=True)
+        if os.geteuid() == 0:
+            self.bridge = podnet.create_bridge(podnet.new_instance_id())
+            self.net = podnet.create_pod_net(self.bridge, 2)
+            self.netns, self.address = self.net.netns, self.net.ip
         self._multigres("init", timeout=60)
         config = self.config
         repoint_ports(config)
@@ -169,8 +174,11 @@ class LocalProvisionerCluster:
         leftovers = [_describe(pid, stopped) for pid in self.processes()]
         for pid in self.processes():
             _kill_group_and_process(pid)
-        if self.netns:
-            subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+        if self.net is not None:
+            podnet.delete_pod_net(self.net)
+        if self.bridge is not None:
+            podnet.delete_bridge(self.bridge)
+        self.net = self.bridge = self.netns = None
         return leftovers
 
 

@@ -82,7 +82,7 @@ class ProvisionedShard(LocalProvisionerCluster):
     # --- what an adapter needs ---------------------------------------------------------------------
     @property
     def etcd_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.config['provisioner-config']['etcd']['port']}"
+        return f"http://{self.address}:{self.config['provisioner-config']['etcd']['port']}"
 
     def topology(self) -> ShardTopology:
         return ShardTopology((self.etcd_endpoint,), GLOBAL_ROOT, DATABASE, TABLEGROUP, SHARD, CELLS)

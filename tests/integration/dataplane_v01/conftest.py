@@ -22,9 +22,9 @@ def shard() -> Iterator[ProvisionedShard]:
 
 
 @pytest.fixture(scope="package")
-def dp() -> Iterator[V0_1]:
-    # The records say `localhost`; IPv4 avoids a detour through ::1 (etcd listens on IPv4 only).
-    plane = V0_1(rpc_timeout=5, dial_host=lambda host: "127.0.0.1" if host == "localhost" else host)
+def dp(shard: ProvisionedShard) -> Iterator[V0_1]:
+    # The records say `localhost`: the poolers' own namespace, reached from here at its bridge address.
+    plane = V0_1(rpc_timeout=5, dial_host=lambda host: shard.address if host == "localhost" else host)
     yield plane
     plane.close()
 
