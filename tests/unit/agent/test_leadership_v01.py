@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from multigres_pools.dataplane.base import Pooler, PoolerId
-from multigres_pools.dataplane.v0_1 import pick_leadership
+from multigres_pools.agent.context import ShardView
+from multigres_pools.dataplane.base import Leadership, Pooler, PoolerId, ShardTopology
+from multigres_pools.dataplane.v0_1 import V0_1, pick_leadership
 from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
 from multigres_pools.proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
 
@@ -58,3 +59,31 @@ def test_a_record_less_leader_is_still_named() -> None:
     b, c = pooler("b"), pooler("c")
     got = pick_leadership([(b, answer("b", 5, 3, "p")), (c, answer("c", 5, 3, "p"))])
     assert got.confirmed is None and got.named == PoolerId("zone1", "p")
+
+
+class _Named(V0_1):
+    """The adapter with its Status round replaced by a fixed answer (no pooler to ask here)."""
+
+    def __init__(self, named: PoolerId | None) -> None:
+        super().__init__()
+        self.named = named
+
+    def leadership(self, poolers) -> Leadership:  # type: ignore[no-untyped-def]
+        return Leadership(None, self.named)
+
+
+def _pod(name: str, service_id: str) -> dict:
+    args = ["--topo-global-server-addresses=etcd:2379", "--topo-global-root=/multigres/global", "--cell=zone1",
+            "--database=postgres", "--table-group=default", "--shard=0-inf", f"--service-id={service_id}"]
+    return {"metadata": {"name": name}, "spec": {"containers": [{"name": "multipooler", "args": args}]}}
+
+
+def test_a_pod_whose_record_is_gone_is_still_the_primary_the_newest_rule_names() -> None:
+    """A primary drain deletes the record before `ready-for-deletion`; an agent restarted in between
+    must still treat the pod as the primary (era A's record test would call it a standby)."""
+    topo = ShardTopology(("etcd:2379",), "/multigres/global", "postgres", "default", "0-inf", ("zone1",))
+    others = [pooler("p-b"), pooler("p-c")]
+    view = ShardView("ns", topo, [], others, dataplane=_Named(PoolerId("zone1", "p-a")))
+    assert view.is_primary(_pod("pool-0", "p-a")) and not view.is_primary(_pod("pool-1", "p-b"))
+    unknown = ShardView("ns", topo, [], others, dataplane=_Named(None))
+    assert not unknown.is_primary(_pod("pool-0", "p-a"))
