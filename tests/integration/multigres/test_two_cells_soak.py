@@ -5,7 +5,8 @@ replicasPerCell applies to every cell of a pool, so one pool over two cells only
 scaled to 1) and `spare` in zone1 (1). Each cell runs its own multiorch and multigateway; the cells
 and the database are registered by the agent, each pooler under its own cell. Both removed pods are
 drained out of the synchronous set before deletion (one per cell), nothing acknowledged is lost, no
-record of them is left, and no two pods are ever labelled PRIMARY.
+record of them is left, and no two pods are ever labelled PRIMARY. A rolling update of the 5 comes
+first: with two multiorchs, it shows whether a recreated pod (same service id) flaps in the cohort.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from .safety import (
     SHARD,
     Watched,
     app_names,
+    apply,
     assert_nothing_lost,
     assert_out_of_sync_set_when_deleted,
     converge,
     no_record_left,
     note,
     primary_label_overlaps,
+    replacement_phases,
     scale,
     uids,
     watched_stack,
@@ -49,6 +52,20 @@ def two_cells(stack: MultigresStack) -> dict[str, Any]:
 def watched(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[Watched]:
     with watched_stack(tmp_path_factory.mktemp("cells"), two_cells, 5) as w:
         yield w
+
+
+def test_rolling_update_over_two_cells_with_a_multiorch_each(watched: Watched) -> None:
+    """Each recreated pod keeps its service id; with two multiorchs, one may still hold the drained
+    pooler's INELIGIBLE health while the other re-adds it (docs/agent.md): the phases show it."""
+    stack = watched.stack
+    before = uids(stack)
+    converge(stack, apply(stack, lambda spec: spec.setdefault("logLevels", {}).update(multipooler="debug")),
+             replicas=5)
+    assert all(uid not in uids(stack) for uid in before), "every pod was replaced"
+    assert_nothing_lost(watched)
+    assert primary_label_overlaps(list(watched.timeline.events)) == []
+    for name, phases in replacement_phases(watched, before).items():
+        note(f"replacing {name[-9:]}, seconds after its drain request", phases)
 
 
 def test_five_to_three_across_two_cells(watched: Watched) -> None:
