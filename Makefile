@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup demo demo-double test lint unit fuzz bench clean
+.PHONY: setup demo demo-double test soak lint unit fuzz bench clean
 
 setup:
 	@tools/setup.sh
@@ -22,7 +22,11 @@ lint: setup
 	$(VENV)/bin/lint-imports --no-cache
 
 test: setup lint
-	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -m "not soak" $(PYTEST_ARGS)
+
+# The slow fault matrix on real Multigres (drain faults, two cells); `make test` runs a subset.
+soak: setup
+	$(PY) -m pytest -p no:cacheprovider -m soak $(PYTEST_ARGS)
 
 unit: setup
 	$(PY) -m pytest -p no:cacheprovider -m "not cluster" $(PYTEST_ARGS)
@@ -42,6 +46,7 @@ bench: setup
 	$(PY) -m bench.reconcile
 	$(PY) -m bench.operator_loop
 	$(PY) -m bench.multigres_shard
+	$(PY) -m bench.drain_v01
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -11,7 +11,7 @@ from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from ..dataplane.base import DataPlane, Pooler, PoolerId, ShardTopology, match_pod
+from ..dataplane.base import DataPlane, Leadership, Pooler, PoolerId, ShardTopology, match_pod
 from . import podinfo
 from .kube import Kube
 from .metrics import Metrics
@@ -102,7 +102,7 @@ class ShardView:
     dataplane: DataPlane | None = None
     # Why `poolers` is None: topology-unavailable, or version-mismatch (the declared version is wrong).
     topology_reason: str = "topology-unavailable"
-    _leaders: dict[PoolerId | None, Pooler | None] = field(default_factory=dict, repr=False)
+    _leaders: dict[PoolerId | None, Leadership] = field(default_factory=dict, repr=False)
 
     def take(self, fresh: ShardView) -> None:
         """Adopt a later observation of the same shard (the pods and records after this pass acted)."""
@@ -120,15 +120,32 @@ class ShardView:
         top = podinfo.pod_topology(pod)
         return top.pooler_id if top else None
 
-    def primary_other_than(self, pod: Obj) -> Pooler | None:
-        """The shard's primary unless it is the pod's own pooler; era A trusts the records, v0.1.0
-        confirms with the pooler (one Status per pass, cached in this view)."""
-        me = self.own(pod)
+    def _leadership(self, me: Pooler | None) -> Leadership:
+        """Leadership among the records other than `me`; era A trusts the records, v0.1.0 asks the
+        poolers (one round of Status calls per pass, cached in this view)."""
         key = me.id if me is not None else None
         if key not in self._leaders:
             assert self.dataplane is not None, "a ShardView with poolers has an adapter"
-            self._leaders[key] = self.dataplane.leader([p for p in self.poolers or [] if p != me])
+            self._leaders[key] = self.dataplane.leadership([p for p in self.poolers or [] if p != me])
         return self._leaders[key]
+
+    def primary_other_than(self, pod: Obj) -> Pooler | None:
+        """The shard's confirmed primary unless it is the pod's own pooler."""
+        return self._leadership(self.own(pod)).confirmed
+
+    def leader(self) -> Pooler | None:
+        """The shard's confirmed primary."""
+        return self._leadership(None).confirmed
+
+    def is_primary(self, pod: Obj) -> bool:
+        """Era A: the pod's record says PRIMARY. From v0.1.0 on: the pod's pooler is the leader the newest
+        rule names, even when its record is already gone (a primary drain deletes it before the pod)."""
+        own = self.own(pod)
+        assert self.dataplane is not None, "a ShardView with poolers has an adapter"
+        if not self.dataplane.confirms_leader:
+            return own is not None and own.role is keys.Role.PRIMARY
+        named = self._leadership(None).named
+        return named is not None and named == self.own_id(pod)
 
     def pod_for(self, pooler: Pooler) -> Obj | None:
         return next((p for p in self.pods if pooler.matches_pod(podinfo.name(p))), None)

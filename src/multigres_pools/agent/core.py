@@ -167,6 +167,9 @@ class Agent:
                 elif podinfo.drain_state(pod) not in (None, keys.DrainState.READY_FOR_DELETION):
                     run_drain(ctx, view, pod)
                     touched = True
+                elif podinfo.drain_state(pod) is keys.DrainState.READY_FOR_DELETION and not podinfo.deleting(pod):
+                    # v0.1.0 looks again until the engine deletes it; only a step back changes anything.
+                    touched = run_drain(ctx, view, pod) is not keys.DrainState.READY_FOR_DELETION or touched
                 elif podinfo.drain_state(pod) is None and podinfo.annotations(pod).get(keys.ANN_DRAIN_INELIGIBLE):
                     restore_eligibility(ctx, view, pod)  # a drain was cancelled after its standby left
                     touched = True

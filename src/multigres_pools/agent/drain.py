@@ -13,7 +13,8 @@ Multigres v0.1.0 (`Facts.by_eligibility`): multiorch re-adds any ELIGIBLE standb
 from the cohort, so the standby is first made INELIGIBLE and only then removed with our own CAS
 REMOVE; the proofs also ask the standby itself (still INELIGIBLE, or dead), and are taken again in
 `acknowledged` before and after the record is deleted. A standby found back (restarted, re-added)
-sends the drain back to `draining`, never on to `ready-for-deletion` (docs/agent.md).
+sends the drain back to `draining`, never on to `ready-for-deletion`; so does one found back while
+the pod waits in `ready-for-deletion` for the engine to delete it (docs/agent.md).
 """
 
 from __future__ import annotations
@@ -191,9 +192,26 @@ def _eligibility_drain(state: DrainState, f: Facts) -> Decision:
     return missing if missing is not None else Decision.write(DrainState.ACKNOWLEDGED)
 
 
-def decide(state: DrainState | None, f: Facts) -> Decision:
-    if state is None or state is DrainState.READY_FOR_DELETION:
+def _recheck_ready(f: Facts) -> Decision:
+    """v0.1.0, `ready-for-deletion` until the engine deletes the pod: the INELIGIBLE flag lives in the
+    pooler's memory, so a container restart in this window (crash, SIGKILL) brings the standby back
+    ELIGIBLE, and multiorch re-adds it. Found back, the drain goes back to `draining`; that write also
+    moves the pod's resourceVersion, so an engine delete planned on the old version is refused."""
+    missing = _out_of_cohort(f)
+    if missing is None:
         return Decision("done")
+    if missing.kind == "block":
+        if missing.reason in (Blocked.STILL_LISTED, Blocked.ELIGIBLE_AGAIN):
+            return Decision.write(DrainState.DRAINING, reason=missing.reason)
+        return Decision("done")  # cannot tell (the primary does not answer): a finished drain is not blocked
+    return missing
+
+
+def decide(state: DrainState | None, f: Facts) -> Decision:
+    if state is None:
+        return Decision("done")
+    if state is DrainState.READY_FOR_DELETION:
+        return _recheck_ready(f) if f.by_eligibility and not f.is_primary else Decision("done")
     if f.force is state:
         return Decision.write(NEXT[state], forced=True)
     if f.by_eligibility and not f.is_primary:

@@ -229,13 +229,17 @@ def _block(ctx: Context, view: ShardView, pod: Obj, state: DrainState, reason: s
 def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:
     """Advance one pod's drain as far as the proofs allow; returns the state it is left in."""
     state = podinfo.drain_state(pod)
-    if state is None or state is DrainState.READY_FOR_DELETION:
+    if state is None:
         return state
-    if view.poolers is None:
+    if state is DrainState.READY_FOR_DELETION:
+        # Only v0.1.0 looks again (drain.decide: a standby back before the engine deleted the pod);
+        # a finished drain is never blocked, so an unreadable topology just leaves it as it is.
+        if view.poolers is None or not _plane(view).supports_eligibility or podinfo.deleting(pod):
+            return state
+    elif view.poolers is None:
         _block(ctx, view, pod, state, view.topology_reason, view.topology_error)
         return state
-    own = view.own(pod)
-    facts = Facts(is_primary=own is not None and own.role is keys.Role.PRIMARY, force=_force(pod),
+    facts = Facts(is_primary=view.is_primary(pod), force=_force(pod),
                   by_eligibility=_plane(view).supports_eligibility)
     if facts.is_primary and state is DrainState.REQUESTED and not podinfo.annotations(pod).get(keys.ANN_DRAIN_BLOCKED):
         for target in view.event_targets(pod):
@@ -252,7 +256,7 @@ def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:
             pod = _perform(ctx, view, pod, facts, d.effect)
         elif d.kind == "write":
             pod = _write_state(ctx, view, pod, state, d)
-            if d.state is DrainState.DRAINING and state is DrainState.ACKNOWLEDGED:
+            if d.state is DrainState.DRAINING and state in (DrainState.ACKNOWLEDGED, DrainState.READY_FOR_DELETION):
                 facts = Facts(is_primary=facts.is_primary, by_eligibility=facts.by_eligibility)  # start over
             state = d.state
         else:
@@ -278,7 +282,7 @@ def finalize(ctx: Context, view: ShardView, pod: Obj) -> bool:
         own, own_id = view.own(pod), view.own_id(pod)
         primary = view.primary_other_than(pod)
         plane = _plane(view)
-        if own is not None and own.role is not keys.Role.PRIMARY and primary is not None:
+        if own is not None and not view.is_primary(pod) and primary is not None:
             ctx.effect(Effect.REMOVE_STANDBY.value)
             try:
                 if plane.supports_eligibility:

@@ -68,7 +68,10 @@ class Kube:
 
     # --- writes ----------------------------------------------------------------------------------
     def patch_pod_meta(self, pod: Obj, annotations: dict[str, str | None] | None = None,
-                       labels_: dict[str, str | None] | None = None, precondition: bool = False) -> Obj:
+                       labels_: dict[str, str | None] | None = None, precondition: bool = False,
+                       missing_ok: bool = False) -> Obj | None:
+        """Merge-patch labels/annotations; Conflict on a moved resourceVersion (with `precondition`);
+        None instead of an error when the pod is gone and `missing_ok`."""
         body: dict[str, Any] = {"metadata": {}}
         if annotations:
             body["metadata"]["annotations"] = annotations
@@ -83,6 +86,8 @@ class Kube:
         except ApiException as exc:
             if exc.status == 409:
                 raise Conflict(f"pod {podinfo.name(pod)} changed") from exc
+            if exc.status == 404 and missing_ok:
+                return None
             raise
         return self._json(resp)
 

@@ -1,4 +1,9 @@
-"""Role labels from pooler records (contract §2.6) and pruning of records that no pod backs."""
+"""Role labels (contract §2.6) and pruning of records that no pod backs.
+
+Era A labels a pod with its record's type. From v0.1.0 on the type is published asynchronously and a
+restarted old primary keeps a PRIMARY record for tens of seconds, so PRIMARY goes only to the leader
+the data plane confirms (`DataPlane.leadership`), REPLICA to every other pooler with a live record.
+"""
 
 from __future__ import annotations
 
@@ -10,31 +15,58 @@ from ..dataplane.base import DataPlaneError, Pooler, match_pod
 from . import podinfo
 from .context import Context, Obj, ShardView
 
+PRIMARY = keys.Role.PRIMARY.value
 
-def desired_roles(pods: Iterable[Obj], poolers: list[Pooler]) -> dict[str, str | None]:
-    """Pod name -> role label value, or None when the pod has no record (the label must go)."""
-    out = {}
+
+def _role(rec: Pooler | None, label: str | None, confirmed: bool, leader: Pooler | None) -> str | None:
+    if rec is None or rec.role is None:
+        return None  # no record, or one that announced its shutdown: the label goes
+    if not confirmed or rec.role is keys.Role.DRAINED:
+        return rec.role.value
+    if leader is not None:
+        return PRIMARY if rec.id == leader.id else keys.Role.REPLICA.value
+    # No leader confirmed (a failover, or the primary did not answer): nobody is promoted, and a
+    # PRIMARY label whose record still says PRIMARY stays: not knowing is not "demoted".
+    return PRIMARY if label == PRIMARY and rec.role is keys.Role.PRIMARY else keys.Role.REPLICA.value
+
+
+def desired_roles(pods: Iterable[Obj], poolers: list[Pooler], confirmed: bool = False,
+                  leader: Pooler | None = None) -> dict[str, str | None]:
+    """Pod name -> role label value, or None when the pod has no record (the label must go).
+
+    `confirmed` (v0.1.0): PRIMARY only for `leader`, the confirmed primary."""
+    return {podinfo.name(pod): _role(match_pod(poolers, podinfo.name(pod)), podinfo.labels(pod).get(keys.LABEL_ROLE),
+                                     confirmed, leader) for pod in pods}
+
+
+def role_changes(pods: Iterable[Obj], poolers: list[Pooler], confirmed: bool = False,
+                 leader: Pooler | None = None) -> list[tuple[Obj, str | None]]:
+    """(pod, new value) for every live pod whose label differs from what it should be.
+
+    With `confirmed`, a terminating pod still labelled PRIMARY loses the label too once it is not the
+    leader, and every PRIMARY label is taken away before one is given: two pods never carry it at once.
+    """
+    pods = list(pods)
+    wanted = desired_roles(pods, poolers, confirmed, leader)
+    changes = []
     for pod in pods:
-        rec = match_pod(poolers, podinfo.name(pod))
-        out[podinfo.name(pod)] = rec.role.value if rec is not None and rec.role is not None else None
-    return out
-
-
-def role_changes(pods: Iterable[Obj], poolers: list[Pooler]) -> list[tuple[Obj, str | None]]:
-    """(pod, new value) for every live pod whose label differs from its record."""
-    live = [p for p in pods if not podinfo.deleting(p)]
-    wanted = desired_roles(live, poolers)
-    return [(p, wanted[podinfo.name(p)]) for p in live
-            if podinfo.labels(p).get(keys.LABEL_ROLE) != wanted[podinfo.name(p)]]
+        label, want = podinfo.labels(pod).get(keys.LABEL_ROLE), wanted[podinfo.name(pod)]
+        if label == want or (podinfo.deleting(pod) and not (confirmed and label == PRIMARY)):
+            continue
+        changes.append((pod, want))
+    return sorted(changes, key=lambda change: change[1] == PRIMARY)
 
 
 def publish_roles(ctx: Context, view: ShardView) -> int:
-    if view.poolers is None:
+    if view.poolers is None or view.dataplane is None:
         return 0  # unknown is not "gone": keep the labels until the topology answers again
+    confirmed = view.dataplane.confirms_leader
+    leader = view.leader() if confirmed else None
     changed = 0
-    for pod, role in role_changes(view.pods, view.poolers):
+    for pod, role in role_changes(view.pods, view.poolers, confirmed, leader):
         ctx.effect("write:role")
-        ctx.kube.patch_pod_meta(pod, labels_={keys.LABEL_ROLE: role})
+        if ctx.kube.patch_pod_meta(pod, labels_={keys.LABEL_ROLE: role}, missing_ok=True) is None:
+            continue  # a terminating pod that went away meanwhile
         ctx.metrics.role_publish_lag.observe(max(0.0, ctx.clock() - view.listed_at))
         ctx.metrics.role_changes.labels(role or "none").inc()
         ctx.log.info("role published", extra={"pod": podinfo.name(pod), "role": role})

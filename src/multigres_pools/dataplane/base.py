@@ -69,6 +69,20 @@ class Pooler:
 
 
 @dataclass(frozen=True)
+class Leadership:
+    """Who leads the shard, as far as the data plane can tell.
+
+    `confirmed` is the pooler known to be the primary now (era A: the first PRIMARY record; from
+    v0.1.0 on: the pooler that leads the newest rule any pooler reports and runs postgres as primary).
+    `named` is the leader that newest rule names, even when its record is gone (a primary drain deletes
+    it before the pod goes) or it does not answer; None when nothing could be read.
+    """
+
+    confirmed: Pooler | None
+    named: PoolerId | None
+
+
+@dataclass(frozen=True)
 class Durability:
     """A cohort durability policy: at least `required` poolers (or cells, for MULTI_CELL), leader included."""
 
@@ -214,6 +228,9 @@ class DataPlane(abc.ABC):
     supports_switchover: bool = False
     # Whether a standby can be made to refuse cohort membership (v0.1.0 INELIGIBLE); see make_ineligible.
     supports_eligibility: bool = False
+    # Whether the primary is confirmed with the poolers themselves (v0.1.0) rather than read from the
+    # records' type (era A): role labels and the drain's primary test then follow `leadership`.
+    confirms_leader: bool = False
 
     @abc.abstractmethod
     def list_poolers(self, topo: ShardTopology) -> list[Pooler]:
@@ -223,6 +240,11 @@ class DataPlane(abc.ABC):
     def leader(self, poolers: Sequence[Pooler]) -> Pooler | None:
         """The shard's primary. Era A trusts the records; later versions confirm it with the pooler."""
         return find_primary(poolers)
+
+    def leadership(self, poolers: Sequence[Pooler]) -> Leadership:
+        """The confirmed primary and the leader the newest rule names (era A: both from the records)."""
+        found = self.leader(poolers)
+        return Leadership(found, found.id if found is not None else None)
 
     @abc.abstractmethod
     def sync_replication(self, primary: Pooler) -> SyncReplication:

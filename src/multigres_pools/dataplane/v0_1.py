@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -31,6 +32,7 @@ from .base import (
     DataPlaneError,
     Durability,
     Eligibility,
+    Leadership,
     Pooler,
     PoolerId,
     RefusalReason,
@@ -105,6 +107,33 @@ def is_leader(consensus: cm.ConsensusStatus) -> bool:
     return bool(consensus.id.name) and (consensus.id.cell, consensus.id.name) == (leader.cell, leader.name)
 
 
+def _rule_number(response: mpd.StatusResponse) -> tuple[int, int]:
+    number = response.consensus_status.current_position.rule.rule_number
+    return number.coordinator_term, number.leader_subterm
+
+
+def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Leadership:
+    """multiorch's rule (StaleLeader: the highest coordinator term wins; a tie decides nothing) over
+    the Status answers of a shard's poolers: the newest rule anyone reports names the leader, and that
+    leader is confirmed only if it answered, leads that term itself and runs postgres as primary.
+
+    A restarted old primary still leads its own, older rule and may briefly run postgres as primary
+    (reference §1.2a); any pooler that follows the new leader reports a newer term and outvotes it.
+    """
+    ruled = [(p, r) for p, r in answers if r.consensus_status.current_position.rule.HasField("leader_id")]
+    if not ruled:
+        return Leadership(None, None)
+    newest = max(_rule_number(r) for _, r in ruled)
+    if newest[0] <= 0:
+        return Leadership(None, None)
+    rule = next(r for _, r in ruled if _rule_number(r) == newest).consensus_status.current_position.rule
+    named = _pid(rule.leader_id)
+    leaders = [p for p, r in ruled if is_leader(r.consensus_status) and _rule_number(r)[0] == newest[0]
+               and r.status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY]
+    confirmed = leaders[0] if len(leaders) == 1 and leaders[0].id == named else None
+    return Leadership(confirmed, named)
+
+
 def is_rule_conflict(code: grpc.StatusCode, text: str) -> bool:
     return code is grpc.StatusCode.UNKNOWN and any(t in text.lower() for t in _CONFLICT_TEXTS)
 
@@ -154,7 +183,16 @@ def check_status_schema(response: mpd.StatusResponse) -> None:
 class V0_1(EtcdTopologyPlane):
     version = keys.MultigresVersion.V0_1_0
     supports_eligibility = True
+    confirms_leader = True
     cas_attempts = 6
+    _pool: ThreadPoolExecutor | None = None
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+        super().close()
 
     def decode_pooler(self, key: str, raw: bytes) -> Pooler | None:
         return decode_pooler(key, raw)
@@ -184,20 +222,27 @@ class V0_1(EtcdTopologyPlane):
         return self._call(pooler, CONSENSUS + "Status", cd.StatusRequest(), cd.StatusResponse)
 
     def leader(self, poolers: Sequence[Pooler]) -> Pooler | None:
-        """The PRIMARY record whose pooler confirms it leads its rule and runs postgres as primary.
+        return self.leadership(poolers).confirmed
 
-        The etcd type is published asynchronously, and a restarted old primary was seen as a second
-        PRIMARY for ~10 s (reference §1.2a), so the record alone is not trusted.
-        """
-        candidates = sorted((p for p in poolers if p.role is keys.Role.PRIMARY), key=lambda p: (p.id.cell, p.id.name))
-        for candidate in candidates:
+    def leadership(self, poolers: Sequence[Pooler]) -> Leadership:
+        """Asks every pooler that has not announced its shutdown, in parallel, and applies
+        `pick_leadership`. The etcd type is not trusted: it is published asynchronously, and a
+        restarted old primary keeps a PRIMARY record for tens of seconds (reference §1.2a)."""
+        candidates = sorted((p for p in poolers if not p.stopped), key=lambda p: (p.id.cell, p.id.name))
+        if not candidates:
+            return Leadership(None, None)
+
+        def ask(pooler: Pooler) -> tuple[Pooler, mpd.StatusResponse] | None:
             try:
-                response = self.status(candidate)
+                return pooler, self.status(pooler)
             except DataPlaneError:
-                continue
-            if is_leader(response.consensus_status) and response.status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY:
-                return candidate
-        return None
+                return None
+
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="v01-status")
+            pool = self._pool
+        return pick_leadership([a for a in pool.map(ask, candidates) if a is not None])
 
     def sync_replication(self, primary: Pooler) -> SyncReplication:
         response = self.status(primary)

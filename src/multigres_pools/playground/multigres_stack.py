@@ -20,7 +20,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +35,8 @@ import yaml
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout, model
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 
+from ..agent import podinfo
+from ..dataplane.base import PoolerId
 from ..kubeclient import api_client
 from ..paths import collection_root
 from ..podaddress import pod_address
@@ -100,12 +105,23 @@ class MultigresStack:
             "--lease-namespace", self.namespace, "--identity", "playground-operator", "--log-format", "text",
             "--artifacts-dir", str(self.workdir / "runner"), "--coalesce", "0.05",
         ], self.workdir / "operator.log").start()
-        self.agent = Process("agent", [
-            sys.executable, "-m", "multigres_pools.playground.multigres_stack", "agent",
-            "--kubeconfig", str(self.kubeconfig), "--namespace", self.namespace,
-            "--http", f"127.0.0.1:{self.agent_port}", "--standalone", "--poll-interval", "1",
-            "--lease-namespace", self.namespace, "--stall-after", "120",
-        ], self.workdir / "agent.log").start()
+        self.agent = Process("agent", self._agent_argv(), self.workdir / "agent.log").start()
+
+    def _agent_argv(self, crash_before: str | None = None) -> list[str]:
+        crash = ["--crash-before", crash_before] if crash_before else []
+        return [sys.executable, "-m", "multigres_pools.playground.multigres_stack", "agent", *crash,
+                "--kubeconfig", str(self.kubeconfig), "--namespace", self.namespace,
+                "--http", f"127.0.0.1:{self.agent_port}", "--standalone", "--poll-interval", "1",
+                "--lease-namespace", self.namespace, "--stall-after", "120"]
+
+    def restart_agent(self, crash_before: str | None = None) -> Process:
+        """SIGKILL the agent if it runs, and start it again; with `crash_before`, the new agent SIGKILLs
+        itself right before its first side effect of that name (`Context.effect`: `write:draining`,
+        `make-ineligible`, `remove-standby`, `unregister`, ...), as a crash at that exact point would."""
+        assert self.agent is not None, "the stack is not started"
+        self.agent.kill()
+        self.agent.argv = self._agent_argv(crash_before)
+        return self.agent.start()
 
     def _start_topo(self) -> Etcd:
         assert self.cluster is not None and self.kubelet is not None
@@ -202,6 +218,47 @@ class MultigresStack:
     def url(self, host: str, shard: str = "play", port: int = layout.POSTGRES) -> str:
         return f"postgresql://postgres:{self.password(shard)}@{host}:{port}/postgres"
 
+    # --- the pods' processes ------------------------------------------------------------------------
+    def pooler_ids(self) -> dict[str, PoolerId]:
+        """Pool pod name -> its pooler's identity (cell, --service-id), read from the pod's arguments."""
+        out = {}
+        for pod in self.pods():
+            top = podinfo.pod_topology(pod)
+            if top is not None:
+                out[facts.name(pod)] = top.pooler_id
+        return out
+
+    def app_name(self, pod: str) -> str:
+        """The pod's standby name in synchronous_standby_names and pg_stat_replication: <cell>_<service id>."""
+        ident = self.pooler_ids()[pod]
+        return f"{ident.cell}_{ident.name}"
+
+    def pooler_pids(self, pod: str) -> list[int]:
+        """Host pids of the pod's running multipooler, found in the process list by its --service-id
+        (a signal sent from inside the container's pid namespace cannot reach its pid 1)."""
+        wanted = f"--service-id={self.pooler_ids()[pod].name}".encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0].endswith(b"/multipooler") and wanted in argv:
+                found.append(int(entry.name))
+        return found
+
+    def signal_pooler(self, pod: str, sig: int = signal.SIGKILL) -> list[int]:
+        """Send `sig` to the pod's multipooler (the kubelet restarts the container, as Kubernetes would)."""
+        pids = self.pooler_pids(pod)
+        if not pids:
+            raise LookupError(f"no multipooler process of pod {pod}")
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        return pids
+
     # --- what PostgreSQL says ------------------------------------------------------------------------
     def members(self, shard: str = "play") -> list[Member]:
         """Every running pool pod as its own PostgreSQL reports itself (unreachable pods left out)."""
@@ -252,16 +309,34 @@ def _ready(pod: Manifest) -> bool:
     return not facts.meta(pod).get("deletionTimestamp") and facts.condition_true(pod, "Ready")
 
 
+def _crash_before(effect: str) -> Callable[[str], None]:
+    def hook(name: str) -> None:
+        if name == effect:
+            print(f"crash-before {effect}: SIGKILL", file=sys.stderr, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
+
+
 def _agent_main(argv: list[str]) -> int:
     """The agent as it runs in its Deployment, dialling poolers at the address cluster DNS would give
-    for their registered pod FQDNs (here: the pod's IP, read from the API server)."""
+    for their registered pod FQDNs (here: the pod's IP, read from the API server). A leading
+    `--crash-before EFFECT` makes it SIGKILL itself before that side effect (see restart_agent)."""
     from multigres_pools import logs
     from multigres_pools.agent import __main__ as agent_main
 
+    hooks: dict[str, Any] = {}
+    if argv[:1] == ["--crash-before"]:
+        hooks["before_effect"], argv = _crash_before(argv[1]), argv[2:]
     args = agent_main.parser().parse_args(argv)
     logs.setup(args.log_level)
-    kube = connect(args.kubeconfig)
-    agent_main.build(argv, dial_host=lambda hostname: pod_address(kube, hostname)).run()
+    kube, lock = connect(args.kubeconfig), threading.Lock()
+
+    def dial_host(hostname: str) -> str:
+        with lock:  # one connection, and the adapter asks several poolers at once
+            return pod_address(kube, hostname)
+
+    agent_main.build(argv, dial_host=dial_host, **hooks).run()
     return 0
 
 

@@ -92,6 +92,18 @@ def test_acknowledged_never_unregisters_without_the_proof() -> None:
     assert (d.kind, d.state, d.reason) == ("write", D, Blocked.STILL_LISTED)
 
 
+def test_ready_for_deletion_goes_back_when_the_standby_is_found_back() -> None:
+    """Until the engine deletes the pod: a container restart makes the standby ELIGIBLE again."""
+    assert walk(F, {"listed": False, "out": True}) == ["need:sync-replication", "need:standby-state", "done:"]
+    for listed, out, reason in ((True, True, Blocked.STILL_LISTED), (False, False, Blocked.ELIGIBLE_AGAIN)):
+        d = decide(F, Facts(by_eligibility=True, listed=listed, standby_out=out))
+        assert (d.kind, d.state, d.reason) == ("write", D, reason)
+    # Cannot tell (the primary does not answer), a primary's drain, era A: a finished drain stays finished.
+    assert decide(F, Facts(by_eligibility=True, sync_error="primary-unreachable")).kind == "done"
+    assert decide(F, Facts(by_eligibility=True, is_primary=True)).kind == "done"
+    assert decide(F, Facts(force=F)).kind == "done"
+
+
 def test_primary_keeps_the_failover_rule() -> None:
     d = decide(R, Facts(by_eligibility=True, is_primary=True))
     assert (d.kind, d.need) == ("need", Need.SYNC)
@@ -110,9 +122,10 @@ facts_strategy = st.builds(
 )
 
 
-@given(st.sampled_from([R, D, A]), facts_strategy)
+@given(st.sampled_from([R, D, A, F]), facts_strategy)
 def test_fail_closed(state: DrainState, f: Facts) -> None:
-    """Forward only with the proof; the one way back (acknowledged -> draining) only on a failed one."""
+    """Forward only with the proof; the one way back (acknowledged or ready-for-deletion -> draining)
+    only on a failed one."""
     d = decide(state, f)
     if d.kind == "effect" and d.effect is Effect.MAKE_INELIGIBLE:
         assert f.durable is True and f.guard is Guard.OK
@@ -122,7 +135,7 @@ def test_fail_closed(state: DrainState, f: Facts) -> None:
         assert state is A and f.unregistered and f.listed is False and f.standby_out is True
     elif d.state is A:
         assert f.ineligible_done and f.removal_done and f.listed is False and f.standby_out is True
-    elif d.state is D and state is A:
+    elif d.state is D and state in (A, F):
         assert f.listed or f.standby_out is False
     elif d.state is D:
         assert state is R and f.guard is Guard.OK and f.durable is True

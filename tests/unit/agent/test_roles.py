@@ -37,3 +37,32 @@ def test_prunable_keeps_matched_terminating_and_primary() -> None:
     records = [rec("p-1", "a.hl", keys.Role.REPLICA), rec("p-2", "gone.hl", keys.Role.REPLICA),
                rec("p-3", "gone-primary.hl", keys.Role.PRIMARY), rec("p-4", "dying.hl", keys.Role.REPLICA)]
     assert [r.id.name for r in prunable(records, [pod("a"), pod("dying", deleting=True)])] == ["p-2"]
+
+
+# --- v0.1.0: PRIMARY from the confirmed leader -------------------------------------------------------
+def test_confirmed_primary_only_for_the_leader() -> None:
+    stale, leader, replica = (rec("p-1", "a", keys.Role.PRIMARY), rec("p-2", "b", keys.Role.REPLICA),
+                              rec("p-3", "c", keys.Role.REPLICA))
+    roles = desired_roles([pod("a"), pod("b"), pod("c")], [stale, leader, replica], confirmed=True, leader=leader)
+    assert roles == {"a": "REPLICA", "b": "PRIMARY", "c": "REPLICA"}
+
+
+def test_without_a_confirmed_leader_nobody_is_promoted_and_a_primary_label_on_a_primary_record_stays() -> None:
+    records = [rec("p-1", "a", keys.Role.PRIMARY), rec("p-2", "b", keys.Role.PRIMARY),
+               rec("p-3", "c", keys.Role.REPLICA)]
+    roles = desired_roles([pod("a", "PRIMARY"), pod("b", "REPLICA"), pod("c", "PRIMARY")], records, confirmed=True)
+    assert roles == {"a": "PRIMARY", "b": "REPLICA", "c": "REPLICA"}
+
+
+def test_demotions_come_before_the_promotion_and_reach_terminating_pods() -> None:
+    old, new = rec("p-1", "a", keys.Role.PRIMARY), rec("p-2", "b", keys.Role.PRIMARY)
+    pods = [pod("b", "REPLICA"), pod("a", "PRIMARY", deleting=True), pod("c", "REPLICA", deleting=True)]
+    changes = role_changes(pods, [old, new], confirmed=True, leader=new)
+    assert [(p["metadata"]["name"], r) for p, r in changes] == [("a", "REPLICA"), ("b", "PRIMARY")]
+
+
+def test_a_stopped_or_drained_record_is_never_primary() -> None:
+    stopped = Pooler(PoolerId("zone1", "p-1"), None, "a", 15270, "postgres", "default", "0-inf", "/k/p-1", stopped=True)
+    drained = rec("p-2", "b", keys.Role.DRAINED)
+    roles = desired_roles([pod("a", "PRIMARY"), pod("b")], [stopped, drained], confirmed=True)
+    assert roles == {"a": None, "b": "DRAINED"}

@@ -1,0 +1,214 @@
+"""What the data-safety tests on the real Multigres stack share: the stack with a write load, a
+synchronous-set sampler and a pod timeline running beside it, spec changes, and the claims every
+drain is judged by (nothing acknowledged is lost; no pod deleted while PostgreSQL still waited for
+it; one PRIMARY label at most)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+
+from multigres_pools.dataplane.base import ShardTopology
+from multigres_pools.dataplane.v0_1 import V0_1
+from multigres_pools.playground.localstack import PodEvent, PodTimeline, wait_for
+from multigres_pools.playground.multigres_stack import MultigresStack
+from multigres_pools.playground.writeload import SyncSampler, WriteLoad
+
+SHARD = "play"
+DRAIN_EFFECTS_V01 = ("write:draining", "write:made-ineligible", "make-ineligible", "remove-standby",
+                     "write:acknowledged", "unregister", "write:ready-for-deletion")
+
+
+class Watched:
+    """The stack with everything a data-safety claim is judged by running beside it."""
+
+    def __init__(self, stack: MultigresStack) -> None:
+        self.stack = stack
+        self.timeline = PodTimeline(stack.kubeconfig, stack.namespace)
+        self.load = WriteLoad(find_primary=stack.primary_ip, dsn=stack.dsn, interval=0.01)
+        self.sync = SyncSampler(find_primary=stack.primary_ip, dsn=stack.dsn)
+
+    def start(self) -> None:
+        for thread in (self.timeline, self.load, self.sync):
+            thread.start()
+        self.load.wait_for_acks(50, timeout=120)
+
+    def stop(self) -> None:
+        for thread in (self.load, self.sync, self.timeline):
+            if thread.is_alive():
+                thread.stop()
+
+
+@contextmanager
+def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStack], dict[str, Any]],
+                  replicas: int) -> Iterator[Watched]:
+    """A started stack serving `shard` (a manifest, or a function of the stack giving one) with
+    `replicas` pool pods, under the write load; everything stops on exit."""
+    stack = MultigresStack(workdir, progress=lambda line: print(line, flush=True))
+    watched = None
+    try:
+        stack.start()
+        stack.apply_shard(shard(stack) if callable(shard) else shard)
+        stack.wait_serving(SHARD, replicas=replicas, timeout=600)
+        watched = Watched(stack)
+        watched.start()
+        yield watched
+    finally:
+        if watched is not None:
+            watched.stop()
+        stack.stop()
+
+
+# --- changing the shard -----------------------------------------------------------------------------
+def apply(stack: MultigresStack, change: Callable[[dict[str, Any]], None]) -> int:
+    """Apply `change` to a copy of the MultigresShard's spec; returns the new generation."""
+    kube = stack.kube()
+    try:
+        cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD)
+        assert cr is not None
+        doc = {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "metadata": {"name": SHARD,
+               "namespace": stack.namespace}, "spec": copy.deepcopy(cr["spec"])}
+        change(doc["spec"])
+        return int(stack.apply_shard(doc)["metadata"]["generation"])
+    finally:
+        kube.close()
+
+
+def scale(stack: MultigresStack, replicas_per_cell: int, pool: str = "default") -> int:
+    return apply(stack, lambda spec: spec["pools"][pool].update(replicasPerCell=replicas_per_cell))
+
+
+def converge(stack: MultigresStack, generation: int, replicas: int, timeout: float = 900) -> None:
+    def done() -> bool:
+        kube = stack.kube()
+        try:
+            cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD) or {}
+        finally:
+            kube.close()
+        return (cr.get("status") or {}).get("observedGeneration") == generation and facts.condition_true(cr, "Ready")
+
+    wait_for(done, timeout, f"generation {generation} to converge", interval=1)
+    stack.wait_serving(SHARD, replicas=replicas, timeout=600)
+
+
+def app_names(stack: MultigresStack) -> dict[str, str]:
+    """uid -> the pod's application name in synchronous_standby_names (<cell>_<service id>)."""
+    ids = stack.pooler_ids()
+    return {facts.uid(p): f"{ids[facts.name(p)].cell}_{ids[facts.name(p)].name}" for p in stack.pods()}
+
+
+def uids(stack: MultigresStack) -> dict[str, str]:
+    return {facts.uid(p): facts.name(p) for p in stack.pods()}
+
+
+# --- the claims ---------------------------------------------------------------------------------------
+def first_terminating(watched: Watched, uid: str) -> float | None:
+    return next((e.at for e in watched.timeline.of(uid) if e.deleting or e.type == "DELETED"), None)
+
+
+def listed(names: str, app: str) -> bool:
+    """Is `app` one of the standbys of a synchronous_standby_names value (quoted or not)?"""
+    return app in names.replace('"', " ").replace(",", " ").replace("(", " ").replace(")", " ").split()
+
+
+def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str], deleted: list[str]) -> None:
+    """Each deleted pod's standby was out of the primary's synchronous_standby_names when the pod
+    started terminating, and its drain had reached ready-for-deletion."""
+    for uid in deleted:
+        moment = first_terminating(watched, uid)
+        assert moment is not None, f"pod {uid} was never deleted"
+        sample = watched.sync.at(moment)
+        assert sample is not None, "no synchronous_standby_names sample before the deletion"
+        assert not listed(sample.synchronous_standby_names, names[uid]), (
+            f"{names[uid]} was still in the synchronous set when its pod was deleted: {sample}")
+        assert "ready-for-deletion" in watched.timeline.drain_states(uid)
+
+
+def assert_nothing_lost(watched: Watched, more: int = 50) -> None:
+    """The load still flows, and every write PostgreSQL acknowledged is on the primary."""
+    watched.load.wait_for_acks(more, timeout=180)
+    assert watched.load.missing() == []
+
+
+def no_record_left(stack: MultigresStack, pod_names: list[str], cells: tuple[str, ...] = ("zone1",)) -> None:
+    plane = V0_1(dial_host=stack.dial_host)
+    try:
+        topo = ShardTopology((stack.topo_address,), "/multigres/global", "postgres", "default", "0-inf", cells)
+
+        def gone() -> bool:
+            hosts = {p.hostname.split(".")[0] for p in plane.list_poolers(topo)}
+            return not hosts & set(pod_names)
+
+        wait_for(gone, 120, f"the pooler records of {pod_names} to leave etcd", interval=1)
+    finally:
+        plane.close()
+
+
+def primary_label_overlaps(events: list[PodEvent]) -> list[tuple[float, list[str]]]:
+    """Every moment at which more than one pod (terminating ones included) carried role=PRIMARY."""
+    current: dict[str, PodEvent] = {}
+    overlaps = []
+    for event in events:
+        if event.type == "DELETED":
+            current.pop(event.uid, None)
+        else:
+            current[event.uid] = event
+        holders = sorted(e.name for e in current.values() if e.role == keys.Role.PRIMARY)
+        if len(holders) > 1:
+            overlaps.append((event.at, holders))
+    return overlaps
+
+
+def drain_regressed_events(stack: MultigresStack, pod: str) -> list[dict[str, Any]]:
+    kube = stack.kube()
+    try:
+        return [e for e in kube.list("v1", "Event", stack.namespace, "")
+                if e.get("reason") == "DrainRegressed" and e["involvedObject"].get("name") == pod]
+    finally:
+        kube.close()
+
+
+def replacement_phases(watched: Watched, before: dict[str, str]) -> dict[str, dict[str, float | None]]:
+    """Per pod of `before` (uid -> name) that was replaced: seconds from its drain request to
+    ready-for-deletion, to terminating, to gone, to its successor (same name) created, Ready and
+    labelled REPLICA, and listed in the primary's synchronous_standby_names (None: not seen)."""
+    events = list(watched.timeline.events)
+    apps = {name: app_names(watched.stack).get(uid) for uid, name in uids(watched.stack).items()}
+    out: dict[str, dict[str, float | None]] = {}
+    for uid, name in before.items():
+        own = [e for e in events if e.uid == uid]
+        asked = next((e.at for e in own if e.drain == keys.DrainState.REQUESTED), None)
+        successor = [e for e in events if e.name == name and e.uid not in before]
+        if asked is None or not successor:
+            continue
+        born = successor[0].at
+        moments = {
+            "ready-for-deletion": next((e.at for e in own if e.drain == keys.DrainState.READY_FOR_DELETION), None),
+            "terminating": next((e.at for e in own if e.deleting), None),
+            "gone": next((e.at for e in own if e.type == "DELETED"), None),
+            "recreated": born,
+            "REPLICA+Ready": next((e.at for e in successor if e.ready and e.role == keys.Role.REPLICA), None),
+            "in sync set": next((x.at for x in list(watched.sync.samples) if x.at > born and apps.get(name)
+                                 and listed(x.synchronous_standby_names, apps[name] or "")), None),
+        }
+        out[name] = {k: None if v is None else round(v - asked, 1) for k, v in moments.items()}
+    return out
+
+
+def wait_agent_crash(stack: MultigresStack, effect: str, timeout: float = 300) -> None:
+    """Until the agent SIGKILLed itself before `effect` (restart_agent(crash_before=effect))."""
+    agent = stack.agent
+    assert agent is not None
+    wait_for(lambda: not agent.alive(), timeout, f"the agent to crash before {effect}", interval=0.2)
+    assert agent.popen is not None and agent.popen.returncode == -9, agent.tail()
+    assert f"crash-before {effect}: SIGKILL" in agent.tail(20000), agent.tail()
+
+
+def note(what: str, value: object) -> None:
+    print(f"[measured {time.strftime('%H:%M:%S')}] {what}: {value}", flush=True)
