@@ -140,7 +140,7 @@ def owned_keys_rule(name: str, wire: str, what: str, owned_keys: tuple[str, ...]
         name=name, cel=f"self.{wire}.all(k, !({bad_cel}))",
         message=f"{what} may not use keys multigres.pools sets ({owned})", field_path=f".{wire}",
         check=lambda m: not bad(m), detail=lambda m: ", ".join(bad(m)),
-        detail_cel=f"self.{wire}.filter(k, {bad_cel}).join(', ')",
+        detail_cel=f"self.{wire}.filter(k, {bad_cel})[0]",
     )
 
 
@@ -178,7 +178,7 @@ def postgres_config_rules(wire: str = "postgresConfig") -> tuple[Rule, ...]:
             message="postgresConfig values must be one line without control characters (newline, tab, ...)",
             check=lambda s: not _bad_values(s.postgres_config), field_path=f".{wire}",
             detail=lambda s: ", ".join(_bad_values(s.postgres_config)),
-            detail_cel=f"self.{wire}.filter(k, self.{wire}[k].matches({_CONTROL_CEL})).join(', ')",
+            detail_cel=f"self.{wire}.filter(k, self.{wire}[k].matches({_CONTROL_CEL}))[0]",
         ),
         Rule(
             name="postgres-config-owned-settings",
@@ -188,6 +188,6 @@ def postgres_config_rules(wire: str = "postgresConfig") -> tuple[Rule, ...]:
             check=lambda s: not (set(s.postgres_config) & set(OWNED_POSTGRES_SETTINGS)),
             field_path=f".{wire}",
             detail=lambda s: ", ".join(sorted(set(s.postgres_config) & set(OWNED_POSTGRES_SETTINGS))),
-            detail_cel=f"self.{wire}.filter(k, k in [{listed}]).join(', ')",
+            detail_cel=f"self.{wire}.filter(k, k in [{listed}])[0]",
         ),
     )

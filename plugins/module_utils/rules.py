@@ -31,7 +31,8 @@ class Rule:
     field_path: str = ""  # relative to the object, CEL fieldPath syntax: ".pools", ".storage.size"
     reason: str = "FieldValueInvalid"
     # Optional: what exactly is wrong (the offending map keys, say), appended to the message as
-    # ": <detail>". `detail(model)` is the Python half, `detail_cel` a CEL string expression.
+    # ": <detail>". `detail(model)` is the Python half (every culprit); `detail_cel` a CEL string
+    # expression (the apiserver's cost estimate refuses joining a list of map keys, so CEL names one).
     detail: Callable[[Any], str] | None = None
     detail_cel: str = ""
 

@@ -250,7 +250,7 @@ def test_every_rendered_name_fits_kubernetes_limits(cluster, pool, cell, replica
     assert len(pod["spec"]["hostname"]) <= 63 and label.match(pod["spec"]["hostname"])
     assert len(pod["spec"]["subdomain"]) <= 63 and label.match(pod["spec"]["subdomain"])
     for obj in desired.objects:
-        limit = 253 if obj["kind"] in {"ConfigMap", "Deployment", "PersistentVolumeClaim"} else 63
+        limit = 253 if obj["kind"] in {"ConfigMap", "Deployment", "PersistentVolumeClaim", "NetworkPolicy"} else 63
         assert len(obj["metadata"]["name"]) <= limit, obj["metadata"]["name"]
 
 
