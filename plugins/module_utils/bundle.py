@@ -14,9 +14,9 @@ from . import keys, output
 from .crd import shard_crd
 from .desired import Manifest
 
-NAMESPACE = "multigres-pools-system"
-OPERATOR = "multigres-pools-operator"
-AGENT = "multigres-pools-agent"
+NAMESPACE = keys.INSTALL_NAMESPACE
+OPERATOR = keys.OPERATOR_COMPONENT
+AGENT = keys.AGENT_COMPONENT
 DEFAULT_IMAGE = "ghcr.io/multigres/pools:0.1.0"
 _UID = 65532  # a fixed non-root uid, so runAsNonRoot is verifiable whatever the image's USER
 
@@ -51,6 +51,8 @@ OPERATOR_CLUSTER_GRANTS = (
     Grant("One PodDisruptionBudget per pool and cell, updated when replicasPerCell changes.",
           ("policy",), ("poddisruptionbudgets",), _CHILD_VERBS),
     Grant("One MultiOrch Deployment per cell.", ("apps",), ("deployments",), _CHILD_VERBS),
+    Grant("One NetworkPolicy per shard (security.networkPolicy), admitting only the traffic the pool needs.",
+          ("networking.k8s.io",), ("networkpolicies",), _CHILD_VERBS),
     Grant("The pgBackRest Certificate when backup.pgbackrestTLS.mode is certManager (unused otherwise).",
           ("cert-manager.io",), ("certificates",), _CHILD_VERBS),
     Grant("pgbackrestTLS.mode auto: list (metadata only) finds the shard's generated TLS Secrets, create makes "
@@ -79,7 +81,7 @@ LEASE_GRANT = Grant(
 
 
 def _labels(component: str) -> dict[str, str]:
-    return {keys.LABEL_APP_NAME: "multigres-pools", keys.LABEL_APP_COMPONENT: component,
+    return {keys.LABEL_APP_NAME: keys.INSTALL_APP_NAME, keys.LABEL_APP_COMPONENT: component,
             keys.LABEL_APP_PART_OF: keys.PART_OF}
 
 
@@ -118,7 +120,7 @@ def _probe(path: str) -> Manifest:
 
 
 def _deployment(name: str, image: str, command: str, extra_args: tuple[str, ...]) -> Manifest:
-    selector = {keys.LABEL_APP_NAME: "multigres-pools", keys.LABEL_APP_COMPONENT: name}
+    selector = {keys.LABEL_APP_NAME: keys.INSTALL_APP_NAME, keys.LABEL_APP_COMPONENT: name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

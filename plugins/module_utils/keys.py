@@ -50,6 +50,23 @@ COMPONENT_MULTIORCH = "multiorch"
 COMPONENT_MULTIGATEWAY = "multigateway"
 COMPONENT_BACKUP = "shard-backup"
 COMPONENT_CONFIG = "shard-config"
+COMPONENT_NETWORK_POLICY = "shard-network-policy"
+
+# Label keys whose values we set on every object we render; user-supplied pod labels may not use them.
+OWNED_LABEL_KEYS = (LABEL_APP_NAME, LABEL_APP_INSTANCE, LABEL_APP_COMPONENT, LABEL_APP_PART_OF, LABEL_APP_MANAGED_BY)
+# Label and annotation keys under this DNS domain (and its subdomains: drain., pools.) belong to the
+# engine, the agent and the Go operator; user-supplied pod labels and annotations may not use them.
+OWNED_KEY_DOMAIN = "multigres.com"
+# Kubernetes sets this label on every namespace (its name): NetworkPolicy peers select namespaces by it.
+LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
+
+# --- the install (bundle.py) ---------------------------------------------------------------------
+# Where the install bundle runs the operator and the agent, and the labels of their pods; a shard's
+# NetworkPolicy lets the agent in by these by default (spec.security.networkPolicy.agent).
+INSTALL_NAMESPACE = "multigres-pools-system"
+INSTALL_APP_NAME = "multigres-pools"
+OPERATOR_COMPONENT = "multigres-pools-operator"
+AGENT_COMPONENT = "multigres-pools-agent"
 
 # --- annotations (contract §3.3) -----------------------------------------------------------------
 ANN_DRAIN_STATE = "drain.multigres.com/state"

@@ -40,6 +40,9 @@ PGCTLD_GRPC_SOCKET = f"{POOLER_DIR}/pgctld.sock"
 MULTIGRES_BIN_DIR = "/multigres/bin"
 PGCTLD_BIN = "/usr/local/bin/pgctld"
 EXPORTER_BIN = "/bin/postgres_exporter"  # the entrypoint of the postgres-exporter image
+# The postgres-exporter image runs as `USER nobody` (its Dockerfile), a name: a kubelet cannot verify
+# runAsNonRoot against a name and refuses the container, so the pod says the uid (busybox's nobody).
+EXPORTER_UID = 65534
 PASSWORD_DIR = "/etc/postgres-password"
 PASSWORD_FILE = "password"
 

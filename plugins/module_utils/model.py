@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from . import inputs, keys, naming, quantity
+from .model_security import LabelKey, LabelValue, Security, owned_keys_rule, postgres_config_rules
 from .rules import (
     Rule,
     SpecModel,
@@ -33,13 +34,6 @@ _DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
 CellName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
 PoolName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
-# Kubernetes label keys (optional DNS prefix) and values, as node labels for nodeSelector.
-LabelKey = Annotated[
-    str, StringConstraints(pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
-                           max_length=317),
-]
-LabelValue = Annotated[str, StringConstraints(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$",
-                                              max_length=63)]
 ObjectName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
 Image = Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=r"^\S+$")]
 
@@ -328,6 +322,11 @@ def _positive_interval(name: str, wire: str) -> Rule:
 class CellDeployment(SpecModel):
     """A Deployment (and Service) in each cell."""
 
+    __rules__: ClassVar = (
+        owned_keys_rule("pod-labels-not-owned", "podLabels", "podLabels", keys.OWNED_LABEL_KEYS),
+        owned_keys_rule("pod-annotations-not-owned", "podAnnotations", "podAnnotations"),
+    )
+
     replicas: int = Field(1, ge=1, le=5, description="Replicas per cell.")
     cells: CellList = Field(
         [], max_length=10, description="Cells running one; empty means every cell of every pool.",
@@ -343,6 +342,7 @@ class CellDeployment(SpecModel):
 
 class MultiOrch(CellDeployment):
     __rules__: ClassVar = (
+        *CellDeployment.__rules__,
         _positive_interval("pooler-health-check-interval", "poolerHealthCheckInterval"),
         _positive_interval("recovery-cycle-interval", "recoveryCycleInterval"),
     )
@@ -496,6 +496,7 @@ class MultigresShardSpec(SpecModel):
                     f"{V0_1_MAX_POOL_CELL} characters (a pooler's '<cell>_<service-id>' is at most 63)",
             check=_pool_cells_fit, field_path=".pools",
         ),
+        *postgres_config_rules(),
     )
     __transitions__: ClassVar = (
         TransitionRule(
@@ -561,6 +562,8 @@ class MultigresShardSpec(SpecModel):
         None, description="Secret holding the superuser password; default `<shard>-postgres-password`/password.",
     )
     log_levels: LogLevels = Field({}, description="Log levels per component.")
+    security: Security = Field(
+        {}, description="pg_hba source networks and the shard's NetworkPolicy (docs/api.md, \"Security\").")
     durability_policy: Annotated[str, StringConstraints(pattern=DURABILITY_POLICY_PATTERN, max_length=63)] = Field(
         "AT_LEAST_2",
         description="Bootstrap durability policy registered with the database: `AT_LEAST_<n>` or "

@@ -146,6 +146,10 @@ def postgres_config_configmap_name(sid: ShardId) -> str:
     return f"{shard_resource_name(sid)}-postgres-config"
 
 
+def network_policy_name(sid: ShardId) -> str:
+    return f"{shard_resource_name(sid)}-network-policy"
+
+
 def password_secret_name(sid: ShardId) -> str:
     return f"{shard_resource_name(sid)}-postgres-password"
 

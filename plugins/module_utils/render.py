@@ -11,6 +11,7 @@ from functools import partial
 
 from . import render_cell as cell_objects
 from . import render_infra as infra
+from . import render_security as security
 from .desired import Desired, DesiredPool, Manifest, PVCPolicy
 from .model import MultigresShardSpec
 from .render_context import ShardContext, build_context
@@ -18,7 +19,8 @@ from .render_pod import data_pvc, pool_pod, pool_spec_hash
 
 # Apply order when a tool applies the whole list: config first, pods last.
 KIND_ORDER = (
-    "ConfigMap", "Certificate", "Service", "PersistentVolumeClaim", "PodDisruptionBudget", "Deployment", "Pod",
+    "NetworkPolicy", "ConfigMap", "Certificate", "Service", "PersistentVolumeClaim", "PodDisruptionBudget",
+    "Deployment", "Pod",
 )
 
 
@@ -31,6 +33,8 @@ def sort_key(obj: Manifest) -> tuple[int, str, str]:
 def _shard_objects(ctx: ShardContext) -> list[Manifest]:
     spec = ctx.spec
     objects = [infra.pg_hba_configmap(ctx)]
+    if spec.security.network_policy.enabled:
+        objects.append(security.network_policy(ctx))
     if spec.postgres_config:
         objects.append(infra.postgres_config_configmap(ctx))
     if spec.backup.pgbackrest_tls.mode == "certManager":

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from . import keys, layout, naming, spechash
 from .desired import Manifest
 from .model import ContainerImages, MultigresShardSpec, SecretKeyRef
+from .model_security import has_control_character
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,20 @@ def owner_reference(owner: Mapping[str, str]) -> Manifest:
     }
 
 
+def postgres_conf_quote(name: str, value: str) -> str:
+    """`value` as one postgresql.conf string literal: inside single quotes the server reads `''` as
+    a quote and a backslash as the start of an escape (\\n, \\t, octal), so both are doubled. A raw
+    line break would end the setting and start another of the writer's choosing: the model refuses
+    control characters (rule postgres-config-single-line) and so does this, for callers that skip it."""
+    if has_control_character(value):
+        raise ValueError(f"postgresConfig.{name}: a value must be one line without control characters")
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def postgres_config_text(spec: MultigresShardSpec) -> str:
     """The postgresql.conf fragment from `postgresConfig` overrides, one sorted `name = 'value'` per line."""
-    quoted = {name: value.replace("'", "''") for name, value in spec.postgres_config.items()}
-    return "".join(f"{name} = '{quoted[name]}'\n" for name in sorted(quoted))
+    config = spec.postgres_config
+    return "".join(f"{name} = {postgres_conf_quote(name, config[name])}\n" for name in sorted(config))
 
 
 def build_context(

@@ -7,23 +7,7 @@ from . import keys, labels, layout, naming, spechash
 from .desired import GeneratedPassword, GeneratedTLS
 from .render_context import Manifest, ShardContext, postgres_config_text
 from .render_parts import pvc_spec, svc_port
-
-# Our own default; same reach as the Go operator's (in-cluster trust for replication and for the
-# poolers), because Multigres wires no replication password in era A. Override with pgHbaTemplate.
-DEFAULT_PG_HBA = """\
-# pg_hba.conf template rendered by multigres.pools; pgctld replaces {{.User}} with the superuser.
-# TYPE  DATABASE     USER       ADDRESS      METHOD
-local   all          {{.User}}               trust
-local   all          all                     peer
-local   replication  all                     trust
-# Standbys stream from the primary and pg_rewind from it over the pod network.
-host    replication  all        0.0.0.0/0    trust
-host    replication  all        ::/0         trust
-host    all          all        127.0.0.1/32 scram-sha-256
-host    all          all        ::1/128      scram-sha-256
-host    all          all        0.0.0.0/0    trust
-host    all          all        ::/0         trust
-"""
+from .render_security import pg_hba_text
 
 
 def headless_service(ctx: ShardContext, pool: str, cell: str) -> Manifest:
@@ -105,8 +89,9 @@ def _configmap(ctx: ShardContext, name: str, data: dict[str, str]) -> Manifest:
 
 
 def pg_hba_configmap(ctx: ShardContext) -> Manifest:
-    text = ctx.spec.pg_hba_template or DEFAULT_PG_HBA
-    return _configmap(ctx, naming.pg_hba_configmap_name(ctx.sid), {layout.PG_HBA_KEY: text})
+    """pgctld renders it into PGDATA at initdb only (replicas restore it with the data): a change
+    reaches new data directories, not running ones (docs/api.md, "Security")."""
+    return _configmap(ctx, naming.pg_hba_configmap_name(ctx.sid), {layout.PG_HBA_KEY: pg_hba_text(ctx)})
 
 
 def postgres_config_configmap(ctx: ShardContext) -> Manifest:

@@ -95,7 +95,7 @@ def exporter(ctx: ShardContext) -> Manifest:
             {"name": "DATA_SOURCE_USER", "value": ctx.spec.postgres_superuser},
             secret_env("DATA_SOURCE_PASS", password.name, password.key),
         ],
-        "securityContext": container_security(None),
+        "securityContext": container_security(layout.EXPORTER_UID),
     }
 
 

@@ -30,9 +30,23 @@ class Rule:
     check: Callable[[Any], bool]
     field_path: str = ""  # relative to the object, CEL fieldPath syntax: ".pools", ".storage.size"
     reason: str = "FieldValueInvalid"
+    # Optional: what exactly is wrong (the offending map keys, say), appended to the message as
+    # ": <detail>". `detail(model)` is the Python half (every culprit); `detail_cel` a CEL string
+    # expression (the apiserver's cost estimate refuses joining a list of map keys, so CEL names one).
+    detail: Callable[[Any], str] | None = None
+    detail_cel: str = ""
+
+    def text(self, model: Any) -> str:
+        """The message Python reports for `model`, with the detail when the rule has one."""
+        detail = f": {self.detail(model)}" if self.detail is not None else ""
+        return f"{self.message}{detail}"
 
     def schema(self) -> dict[str, str]:
         out = {"rule": self.cel, "message": f"{self.message} (rule: {self.name})", "reason": self.reason}
+        if self.detail_cel:
+            # The apiserver falls back to `message` when the expression fails to evaluate.
+            quoted = self.message.replace("\\", "\\\\").replace("'", "\\'")
+            out["messageExpression"] = f"'{quoted}: ' + {self.detail_cel} + ' (rule: {self.name})'"
         if self.field_path:
             out["fieldPath"] = self.field_path
         return out
@@ -92,7 +106,7 @@ class SpecModel(BaseModel):
             if not rule.check(self):
                 raise PydanticCustomError(
                     RULE_ERROR, "{message} (rule: {name})",
-                    {"message": rule.message, "name": rule.name, "field_path": rule.field_path},
+                    {"message": rule.text(self), "name": rule.name, "field_path": rule.field_path},
                 )
         return self
 

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.cluster
 _PLURALS = {
     "Pod": "pods", "PersistentVolumeClaim": "persistentvolumeclaims", "Service": "services",
     "ConfigMap": "configmaps", "PodDisruptionBudget": "poddisruptionbudgets", "Deployment": "deployments",
+    "NetworkPolicy": "networkpolicies",
     keys.SHARD_KIND: keys.SHARD_PLURAL, "CustomResourceDefinition": "customresourcedefinitions",
 }
 

@@ -35,7 +35,7 @@ def test_render_writes_crs_and_a_preview(tmp_path, capsys):
     cr = yaml.safe_load((out / "multigresshard-demo.yaml").read_text())
     assert cr["spec"]["pools"]["default"] == {"cells": ["zone1"], "replicasPerCell": 3, "storage": {"size": "10Gi"}}
     preview = yaml.safe_load((out / "preview" / "demo" / "kustomization.yaml").read_text())
-    assert len(preview["resources"]) == 12  # ConfigMap, 2 Services, PDB, Deployment, 4 PVCs, 3 Pods
+    assert len(preview["resources"]) == 13  # NetworkPolicy, ConfigMap, 2 Services, PDB, Deployment, 4 PVCs, 3 Pods
     for name in preview["resources"]:
         assert (out / "preview" / "demo" / name).is_file()
 

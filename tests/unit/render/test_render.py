@@ -250,7 +250,7 @@ def test_every_rendered_name_fits_kubernetes_limits(cluster, pool, cell, replica
     assert len(pod["spec"]["hostname"]) <= 63 and label.match(pod["spec"]["hostname"])
     assert len(pod["spec"]["subdomain"]) <= 63 and label.match(pod["spec"]["subdomain"])
     for obj in desired.objects:
-        limit = 253 if obj["kind"] in {"ConfigMap", "Deployment", "PersistentVolumeClaim"} else 63
+        limit = 253 if obj["kind"] in {"ConfigMap", "Deployment", "PersistentVolumeClaim", "NetworkPolicy"} else 63
         assert len(obj["metadata"]["name"]) <= limit, obj["metadata"]["name"]
 
 
@@ -270,11 +270,26 @@ ERA_A_BEFORE = [
     ({"pools": {"default": {"cells": ["a", "b"], "replicasPerCell": 2}},
       "pvcDeletionPolicy": {"whenDeleted": "Delete"}}, "757b1eaf", ["9cc3abbe", "76527afe"]),
 ]
+# ... and the same after the two deliberate changes of issue 12, which do roll era-A pods: the
+# exporter's numeric runAsUser (a kubelet refused the container before) and the shard NetworkPolicy.
+ERA_A_NOW = [("06a7542d", "3e1ff650"), ("6d789db3", "ba6b43e8"), ("3b6e794b", "78901e68"),
+             ("c1c7a0f6,55bb742d", "6e5edb18")]
 
 
 @pytest.mark.parametrize(("patch", "digest", "hashes"), ERA_A_BEFORE)
-def test_era_a_renders_exactly_what_it_rendered_before_versions_existed(patch, digest, hashes):
+def test_era_a_renders_exactly_what_it_rendered_before_versions_existed(patch, digest, hashes, monkeypatch):
+    """Without the two changes of issue 12 (exporter uid, NetworkPolicy), the bytes are the old ones."""
+    monkeypatch.setattr(layout, "EXPORTER_UID", None)
+    desired = _render({**patch, **corpus.ERA_A, "security": {"networkPolicy": {"enabled": False}}},
+                      owner={"name": "demo", "uid": "u"}, referenced_config_hash="0" * 64)
+    assert [p.spec_hash for p in desired.pools] == hashes
+    assert spechash.digest(render.manifests(desired)) == digest
+
+
+@pytest.mark.parametrize(("patch", "now"), [(before[0], now) for before, now in zip(ERA_A_BEFORE, ERA_A_NOW, strict=True)])
+def test_era_a_renders_what_issue_12_changed_and_nothing_else(patch, now):
     desired = _render({**patch, **corpus.ERA_A}, owner={"name": "demo", "uid": "u"},
                       referenced_config_hash="0" * 64)
-    assert [p.spec_hash for p in desired.pools] == hashes
+    hashes, digest = now
+    assert ",".join(p.spec_hash for p in desired.pools) == hashes
     assert spechash.digest(render.manifests(desired)) == digest
