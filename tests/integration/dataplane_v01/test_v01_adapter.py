@@ -104,6 +104,9 @@ def test_ineligible_standby_leaves_stays_out_and_comes_back_on_start(shard: Prov
                                                           f"{victim.id} back in the cohort"))
 
 
+# An observation of multiorch's own (slow, rewind-driven) path that the drain does not rely on; it times out
+# on a loaded machine while the replica's postgres restarts, so it runs with the soak matrix.
+@pytest.mark.soak
 def test_stop_replication_alone_makes_multiorch_remove_it(shard: ProvisionedShard, dp: V0_1,
                                                           healthy: Pooler) -> None:
     """Without our REMOVE, multiorch removes an INELIGIBLE member itself, but only after its
