@@ -18,6 +18,7 @@ import os
 import ssl
 import subprocess
 import tempfile
+import threading
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
@@ -226,7 +227,10 @@ def _in_cluster() -> Credentials:
 
 @dataclass
 class KubeClient:
-    """JSON requests over one connection; `counts` tallies requests by verb (get, list, apply, ...)."""
+    """JSON requests over one connection; `counts` tallies requests by verb (get, list, apply, ...).
+
+    Safe to share between threads: requests on the one connection take turns (the data-plane fan-out
+    resolves pod addresses through it from a thread pool)."""
 
     creds: Credentials
     timeout: float = 30.0
@@ -234,6 +238,7 @@ class KubeClient:
     counts: Counter[str] = field(default_factory=Counter)
     _conn: http.client.HTTPConnection | None = field(default=None, repr=False)
     _ctx: ssl.SSLContext | None = field(default=None, repr=False)
+    _turn: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def writes(self) -> int:
@@ -259,6 +264,11 @@ class KubeClient:
     def request(self, verb: str, method: str, path: str, *, query: dict[str, str] | None = None,
                 body: Any = None, content_type: str = "application/json", accept: str = "application/json",
                 ) -> Manifest:
+        with self._turn:
+            return self._request(verb, method, path, query, body, content_type, accept)
+
+    def _request(self, verb: str, method: str, path: str, query: dict[str, str] | None, body: Any,
+                 content_type: str, accept: str) -> Manifest:
         self.counts[verb] += 1
         base_path = urllib.parse.urlsplit(self.creds.server).path.rstrip("/")
         url = base_path + path + (("?" + urllib.parse.urlencode(query)) if query else "")

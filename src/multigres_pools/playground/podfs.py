@@ -24,6 +24,7 @@ from .podenv import ConfigError, decode_secret, field_ref
 
 Manifest = dict[str, Any]
 DEFAULT_MODE = 0o644
+FS_GROUP_READ = 0o440
 
 _FILE_SOURCES = ("configMap", "secret", "downwardAPI", "projected")
 
@@ -177,12 +178,16 @@ class PodVolumes:
         path.mkdir(parents=True, exist_ok=True)
         os.chown(path, self.uid, self.gid)
         default = spec.get("defaultMode", DEFAULT_MODE)
+        # The kubelet writes these files as root. Under an fsGroup it gives them that group and adds group read
+        # (0440, the mask of a read-only volume); without one they stay root:root, so a 0400 file is unreadable
+        # to a non-root container. pgBackRest relies on the first: it refuses a key file its own user owns with
+        # group bits set, and accepts one root owns.
+        fs_group = (self.pod["spec"].get("securityContext") or {}).get("fsGroup") is not None
+        group, extra_bits = (self.gid, FS_GROUP_READ) if fs_group else (0, 0)
         for rel, (content, mode) in files.items():
             if rel.startswith("/") or ".." in rel.split("/"):
                 raise VolumeError(f"{where}: item path {rel!r} must be relative and stay inside the volume")
-            # Owned by root with the pod's group, as the kubelet writes them under an fsGroup: tools such as
-            # pgBackRest refuse a key file that its own user owns with group bits set.
-            _write_if_changed(path / rel, content, default if mode is None else mode, 0, self.gid)
+            _write_if_changed(path / rel, content, (default if mode is None else mode) | extra_bits, 0, group)
         for stale in self._written.get(name, set()) - set(files):
             (path / stale).unlink(missing_ok=True)
         self._written[name] = set(files)

@@ -159,15 +159,17 @@ def test_configmap_and_secret_files_and_env(core, namespace, process_kubelet):
     pod = toy_pod("p", container, volumes=[
         {"name": "cfg", "configMap": {"name": "cm", "items": [{"key": "pg_hba.conf", "path": "pg_hba_template.conf"}]}},
         {"name": "certs", "secret": {"secretName": "pw", "defaultMode": 0o400}},
-        {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}])
+        {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}],
+        securityContext={"fsGroup": 999})
     core.create_namespaced_pod(namespace, pod)
     ip = running(core, namespace, "p")["status"]["podIP"]
     eventually(lambda: "start hi-debug" in process_kubelet.logs(namespace, "p", "c"), what="args expanded")
     assert exec_ok(process_kubelet, namespace, "p", "c", "cat", "/etc/pgctld/pg_hba_template.conf") == \
         "local all all trust\n"
     assert exec_ok(process_kubelet, namespace, "p", "c", "cat", "/certs/pgbackrest/password") == "s3cret"
-    assert exec_ok(process_kubelet, namespace, "p", "c", "stat", "/certs/pgbackrest/password").split()[:2] == \
-        ["400", str(process_kubelet.uid)]
+    # Under the pod's fsGroup the kubelet adds group read to the 0400 it was asked for; root keeps the file.
+    assert exec_ok(process_kubelet, namespace, "p", "c", "stat", "/certs/pgbackrest/password").split() == \
+        ["440", "0", str(process_kubelet.gid)]
     assert exec_ok(process_kubelet, namespace, "p", "c", "cat", "/etc/podinfo/labels") == 'app="p"\n'
     env = json.loads(exec_ok(process_kubelet, namespace, "p", "c", "env"))
     assert env["DERIVED"] == "hi there $(NOT)"
@@ -266,9 +268,12 @@ def test_native_sidecars_start_in_order_and_stop_after_the_main_container(core, 
 
 
 def test_unknown_image_and_unsupported_volume_are_reported(core, namespace, process_kubelet):
-    from ansible_collections.multigres.pools.plugins.module_utils.model import DEFAULT_MULTIGRES_IMAGE
+    from ansible_collections.multigres.pools.plugins.module_utils import keys
+    from ansible_collections.multigres.pools.plugins.module_utils.model import RELEASE_IMAGES
 
-    core.create_namespaced_pod(namespace, toy_pod("era-a", {"name": "multipooler", "image": DEFAULT_MULTIGRES_IMAGE,
+    era_a_image = RELEASE_IMAGES[keys.MultigresVersion.ERA_A].multigres
+
+    core.create_namespaced_pod(namespace, toy_pod("era-a", {"name": "multipooler", "image": era_a_image,
                                                             "args": ["multipooler"]}))
     core.create_namespaced_pod(namespace, toy_pod("hostpath", toy("c", "run", volumeMounts=[
         {"name": "h", "mountPath": "/h"}]), volumes=[{"name": "h", "hostPath": {"path": "/etc"}}]))
@@ -278,7 +283,7 @@ def test_unknown_image_and_unsupported_volume_are_reported(core, namespace, proc
 
     era_a = eventually(lambda: waiting("era-a", "multipooler").get("reason") == "ErrImagePull"
                        and waiting("era-a", "multipooler"), what="ErrImagePull")
-    assert era_a["message"] == (f"image {DEFAULT_MULTIGRES_IMAGE!r} is not available on this machine: only "
+    assert era_a["message"] == (f"image {era_a_image!r} is not available on this machine: only "
                                 "ghcr.io/multigres/multigres:v0.1.0 is")
     eventually(lambda: any(era_a["message"] in e.message and e.type == "Warning"
                            for e in events(core, namespace, "era-a")), what="an Event names the image")
