@@ -500,6 +500,16 @@ class MultigresShardSpec(SpecModel):
                     "its pods and volumes are bound there",
             check=_topology_kept, field_path=".cellTopologyLabels",
         ),
+        TransitionRule(
+            name="password-secret-immutable",
+            cel="has(oldSelf.postgresPasswordSecretRef) == has(self.postgresPasswordSecretRef) && "
+                "(!has(self.postgresPasswordSecretRef) || "
+                "self.postgresPasswordSecretRef == oldSelf.postgresPasswordSecretRef)",
+            message="postgresPasswordSecretRef is fixed once the shard exists: PostgreSQL keeps the password "
+                    "it was initialised with, so pods given another Secret could not log in",
+            check=lambda old, new: old.postgres_password_secret_ref == new.postgres_password_secret_ref,
+            field_path=".postgresPasswordSecretRef",
+        ),
     )
 
     cluster_name: DnsLabel = Field(description="Multigres cluster name; the first part of every object name.")

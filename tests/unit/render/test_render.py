@@ -286,7 +286,8 @@ def test_era_a_renders_exactly_what_it_rendered_before_versions_existed(patch, d
     assert spechash.digest(render.manifests(desired)) == digest
 
 
-@pytest.mark.parametrize(("patch", "now"), [(before[0], now) for before, now in zip(ERA_A_BEFORE, ERA_A_NOW)])
+@pytest.mark.parametrize(("patch", "now"),
+                         [(before[0], now) for before, now in zip(ERA_A_BEFORE, ERA_A_NOW, strict=True)])
 def test_era_a_renders_what_issue_12_changed_and_nothing_else(patch, now):
     desired = _render({**patch, **corpus.ERA_A}, owner={"name": "demo", "uid": "u"},
                       referenced_config_hash="0" * 64)
