@@ -556,7 +556,8 @@ class MultigresShardSpec(SpecModel):
         "postgres", description="PostgreSQL superuser name.",
     )
     postgres_password_secret_ref: SecretKeyRef | None = Field(
-        None, description="Secret holding the superuser password; default `<shard>-postgres-password`/password.",
+        None, description="Your Secret holding the superuser password (one line, no ':' or '\\'); fixed once the "
+                          "shard exists. Unset: the engine generates `<shard>-postgres-password`/password.",
     )
     log_levels: LogLevels = Field({}, description="Log levels per component.")
     security: Security = Field(
