@@ -513,6 +513,16 @@ class MultigresShardSpec(SpecModel):
                     "its pods and volumes are bound there",
             check=_topology_kept, field_path=".cellTopologyLabels",
         ),
+        TransitionRule(
+            name="password-secret-immutable",
+            cel="has(oldSelf.postgresPasswordSecretRef) == has(self.postgresPasswordSecretRef) && "
+                "(!has(self.postgresPasswordSecretRef) || "
+                "self.postgresPasswordSecretRef == oldSelf.postgresPasswordSecretRef)",
+            message="postgresPasswordSecretRef is fixed once the shard exists: PostgreSQL keeps the password "
+                    "it was initialised with, so pods given another Secret could not log in",
+            check=lambda old, new: old.postgres_password_secret_ref == new.postgres_password_secret_ref,
+            field_path=".postgresPasswordSecretRef",
+        ),
     )
 
     cluster_name: DnsLabel = Field(description="Multigres cluster name; the first part of every object name.")
@@ -559,7 +569,8 @@ class MultigresShardSpec(SpecModel):
         "postgres", description="PostgreSQL superuser name.",
     )
     postgres_password_secret_ref: SecretKeyRef | None = Field(
-        None, description="Secret holding the superuser password; default `<shard>-postgres-password`/password.",
+        None, description="Your Secret holding the superuser password (one line, no ':' or '\\'); fixed once the "
+                          "shard exists. Unset: the engine generates `<shard>-postgres-password`/password.",
     )
     log_levels: LogLevels = Field({}, description="Log levels per component.")
     security: Security = Field(

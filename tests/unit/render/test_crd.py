@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from ansible_collections.multigres.pools.plugins.module_utils import crd, keys, model, rules
+from ansible_collections.multigres.pools.plugins.module_utils import crd, keys, model, model_security, rules
 
 
 def _walk(node, path="$"):
@@ -59,7 +59,7 @@ def test_schema_is_structural():
 
 
 def _all_rules():
-    classes = [c for _, c in inspect.getmembers(model, inspect.isclass)
+    classes = [c for module in (model, model_security) for _, c in inspect.getmembers(module, inspect.isclass)
                if issubclass(c, rules.SpecModel) and c is not rules.SpecModel]
     return {r.name: r for c in classes for r in (*c.__rules__, *c.__transitions__)}
 
@@ -75,7 +75,8 @@ def test_every_python_rule_is_published_as_cel_exactly_once_per_use():
         assert name in by_name, f"rule {name} missing from the CRD"
         assert all(e["rule"] == rule.cel for e in by_name[name])
     transitions = {n for n, r in _all_rules().items() if isinstance(r, rules.TransitionRule)}
-    assert transitions == {"pools-append-only", "cells-append-only", "cell-topology-immutable", "storage-grow-only"}
+    assert transitions == {"pools-append-only", "cells-append-only", "cell-topology-immutable", "storage-grow-only",
+                           "password-secret-immutable"}
     for name in transitions:
         assert all("oldSelf" in e["rule"] for e in by_name[name])
 
