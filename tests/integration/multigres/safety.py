@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from multigres_pools.dataplane.base import ShardTopology
@@ -21,6 +22,9 @@ from multigres_pools.playground.multigres_stack import MultigresStack
 from multigres_pools.playground.writeload import SyncSample, SyncSampler, WriteLoad
 
 SHARD = "play"
+# Per test, the module's stack start included (pytest-timeout counts fixture set-up): a 5-pod shard
+# and its drains take 10-20 minutes when other suites share the two cores.
+STACK_TIMEOUT = pytest.mark.timeout(1800)
 DRAIN_EFFECTS_V01 = ("write:draining", "write:made-ineligible", "make-ineligible", "remove-standby",
                      "write:acknowledged", "unregister", "write:ready-for-deletion")
 

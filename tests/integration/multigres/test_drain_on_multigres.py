@@ -14,6 +14,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import facts
 
 from .safety import (
     SHARD,
+    STACK_TIMEOUT,
     Watched,
     app_names,
     apply,
@@ -30,7 +31,7 @@ from .safety import (
     watched_stack,
 )
 
-pytestmark = [pytest.mark.multigres, pytest.mark.cluster]
+pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
 
 @pytest.fixture(scope="module")
