@@ -123,15 +123,19 @@ def _perform(ctx: Context, view: ShardView, pod: Obj, facts: Facts, effect: Effe
     try:
         if effect is Effect.MAKE_INELIGIBLE:
             if own is None:
-                raise DataPlaneError(RefusalReason.POOLER_UNREACHABLE, "the pooler has no record to dial")
-            try:
-                plane.make_ineligible(own)
-            except DataPlaneError as exc:
-                # A dead pooler cannot be told; while it stays down multiorch does not re-add it,
-                # so our own CAS REMOVE is enough (docs/agent.md, dead poolers).
-                if exc.reason is not RefusalReason.POOLER_UNREACHABLE:
-                    raise
-                facts.extra["message"] = f"pooler unreachable, removing it anyway: {exc.message}"
+                # The record is gone: deleted by this drain once the standby was proven INELIGIBLE (or
+                # dead), and a restart would have registered it again, so the flag still holds; or it
+                # never registered, and then it is in no cohort. Either way only the REMOVE is left.
+                facts.extra["message"] = "no pooler record: not restarted since it was made ineligible"
+            else:
+                try:
+                    plane.make_ineligible(own)
+                except DataPlaneError as exc:
+                    # A dead pooler cannot be told; while it stays down multiorch does not re-add it,
+                    # so our own CAS REMOVE is enough (docs/agent.md, dead poolers).
+                    if exc.reason is not RefusalReason.POOLER_UNREACHABLE:
+                        raise
+                    facts.extra["message"] = f"pooler unreachable, removing it anyway: {exc.message}"
             facts.ineligible_done = True
         elif effect is Effect.REMOVE_STANDBY:
             plane.remove_standby(view.primary_other_than(pod), own_id, own.native if own else None)

@@ -213,7 +213,10 @@ class MultigresStack:
         return base64.b64decode(secret["data"][ref.key]).decode()
 
     def dsn(self, host: str, shard: str = "play", port: int = layout.POSTGRES) -> str:
-        return f"host={host} port={port} user=postgres dbname=postgres password={self.password(shard)}"
+        # Keepalives and a TCP user timeout: a pod deleted under an open connection takes its address
+        # with it, and without them a client waits for the kernel's two-hour keepalive.
+        return (f"host={host} port={port} user=postgres dbname=postgres password={self.password(shard)} "
+                "keepalives_idle=2 keepalives_interval=1 keepalives_count=2 tcp_user_timeout=3000")
 
     def url(self, host: str, shard: str = "play", port: int = layout.POSTGRES) -> str:
         return f"postgresql://postgres:{self.password(shard)}@{host}:{port}/postgres"

@@ -12,15 +12,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from multigres_pools.dataplane.base import ShardTopology
 from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.localstack import PodEvent, PodTimeline, wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
-from multigres_pools.playground.writeload import SyncSampler, WriteLoad
+from multigres_pools.playground.writeload import SyncSample, SyncSampler, WriteLoad
 
 SHARD = "play"
+# Per test, the module's stack start included (pytest-timeout counts fixture set-up): a 5-pod shard
+# and its drains take 10-20 minutes when other suites share the two cores.
+STACK_TIMEOUT = pytest.mark.timeout(1800)
 DRAIN_EFFECTS_V01 = ("write:draining", "write:made-ineligible", "make-ineligible", "remove-standby",
                      "write:acknowledged", "unregister", "write:ready-for-deletion")
 
@@ -117,16 +121,30 @@ def listed(names: str, app: str) -> bool:
     return app in names.replace('"', " ").replace(",", " ").replace("(", " ").replace(")", " ").split()
 
 
+FRESH_S = 3.0  # a sample older than this says nothing about the moment (the sampler takes one per 0.1 s)
+
+
+def sync_set_at(watched: Watched, moment: float) -> SyncSample:
+    """The primary's synchronous_standby_names at `moment`: the last sample taken within FRESH_S
+    before it, else (no primary to read just then, e.g. mid-failover) the first within FRESH_S after."""
+    before = watched.sync.at(moment)
+    if before is not None and moment - before.at <= FRESH_S:
+        return before
+    after = next((s for s in list(watched.sync.samples) if moment < s.at <= moment + FRESH_S), None)
+    assert after is not None, (f"no synchronous_standby_names sample within {FRESH_S}s of {moment:.1f} "
+                               f"(last before: {before})")
+    return after
+
+
 def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str], deleted: list[str]) -> None:
     """Each deleted pod's standby was out of the primary's synchronous_standby_names when the pod
     started terminating, and its drain had reached ready-for-deletion."""
     for uid in deleted:
         moment = first_terminating(watched, uid)
         assert moment is not None, f"pod {uid} was never deleted"
-        sample = watched.sync.at(moment)
-        assert sample is not None, "no synchronous_standby_names sample before the deletion"
+        sample = sync_set_at(watched, moment)
         assert not listed(sample.synchronous_standby_names, names[uid]), (
-            f"{names[uid]} was still in the synchronous set when its pod was deleted: {sample}")
+            f"{names[uid]} was still in the synchronous set when its pod was deleted at {moment:.1f}: {sample}")
         assert "ready-for-deletion" in watched.timeline.drain_states(uid)
 
 

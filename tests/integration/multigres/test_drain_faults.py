@@ -26,6 +26,7 @@ from multigres_pools.playground.localstack import wait_for
 from .safety import (
     DRAIN_EFFECTS_V01,
     SHARD,
+    STACK_TIMEOUT,
     Watched,
     app_names,
     assert_nothing_lost,
@@ -41,7 +42,7 @@ from .safety import (
     watched_stack,
 )
 
-pytestmark = [pytest.mark.multigres, pytest.mark.cluster]
+pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 REPLICAS = 4  # one drain per test: 4 -> 3 -> 2
 
 

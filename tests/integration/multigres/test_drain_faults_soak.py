@@ -33,6 +33,7 @@ from multigres_pools.playground.localstack import PodEvent, wait_for
 
 from .safety import (
     SHARD,
+    STACK_TIMEOUT,
     Watched,
     app_names,
     apply,
@@ -48,7 +49,7 @@ from .safety import (
     watched_stack,
 )
 
-pytestmark = [pytest.mark.multigres, pytest.mark.cluster, pytest.mark.soak]
+pytestmark = [pytest.mark.multigres, pytest.mark.cluster, pytest.mark.soak, STACK_TIMEOUT]
 PRIMARY_DRAIN_EFFECTS = ("write:draining", "write:acknowledged", "unregister", "write:ready-for-deletion")
 
 

@@ -21,6 +21,7 @@ from multigres_pools.playground.multigres_stack import MultigresStack
 
 from .safety import (
     SHARD,
+    STACK_TIMEOUT,
     Watched,
     app_names,
     apply,
@@ -36,7 +37,7 @@ from .safety import (
     watched_stack,
 )
 
-pytestmark = [pytest.mark.multigres, pytest.mark.cluster, pytest.mark.soak]
+pytestmark = [pytest.mark.multigres, pytest.mark.cluster, pytest.mark.soak, STACK_TIMEOUT]
 CELLS = ("zone1", "zone2")
 
 
