@@ -1,4 +1,6 @@
-"""Read the live state of one shard: one list request per kind, by the shard's label selector."""
+"""Read the live state of one shard: one list request per kind, by the shard's label selector.
+
+The reader is the API client, the operator's watch caches or a snapshot of them (`snapshot.Reader`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from . import keys, labels
 from .naming import ShardId
 
 if TYPE_CHECKING:
-    from .kube import KubeClient
+    from .snapshot import Reader
 
 Manifest = dict[str, Any]
 
@@ -56,11 +58,11 @@ def kinds_to_list(desired_objects: Iterable[Manifest]) -> list[tuple[str, str]]:
     return kinds
 
 
-def read_shard(client: KubeClient, namespace: str, name: str) -> Manifest | None:
+def read_shard(client: Reader, namespace: str, name: str) -> Manifest | None:
     return client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name)
 
 
-def observe(client: KubeClient, sid: ShardId, namespace: str, *, cr: Manifest | None,
+def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None,
             kinds: Iterable[tuple[str, str]] = INFRA_KINDS,
             metadata_kinds: Iterable[tuple[str, str]] = ()) -> Observed:
     shard_sel = labels.selector_string(labels.shard_selector(sid))
