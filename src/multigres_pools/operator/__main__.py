@@ -103,8 +103,10 @@ async def serve(args: argparse.Namespace) -> int:
     creds = load_credentials(args.kubeconfig)
     metrics = Metrics()
     concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
+    # The playbook runs reach the cluster the way the operator does.
     runner = PlaybookRunner(root=args.artifacts_dir, playbook=args.playbook or DEFAULT_PLAYBOOK,
-                            keep_artifacts=args.keep_artifacts)
+                            keep_artifacts=args.keep_artifacts,
+                            envvars={"KUBECONFIG": str(args.kubeconfig)} if args.kubeconfig else {})
     loop_settings = Settings(concurrency=concurrency, coalesce=args.coalesce, resync_period=args.resync_period,
                              shutdown_grace=args.shutdown_grace, batch_size=args.batch_size,
                              full_check_period=args.full_check_period, warm_runners=args.warm_runners)

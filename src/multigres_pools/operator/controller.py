@@ -13,6 +13,7 @@ import logging
 import random
 import shutil
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,7 +103,9 @@ class Controller:
         self._cancel = threading.Event()
         self._full_due: dict[ShardKey, float] = {}
         self.outcomes: dict[ShardKey, Outcome] = {}
-        self.verdicts: dict[ShardKey, Verdict] = {}
+        self.verdicts: dict[ShardKey, Verdict] = {}  # the last in-process decision of each shard
+        self.reports: dict[ShardKey, RunReport] = {}  # the last playbook pass of each shard
+        self.playbook_passes: Counter[ShardKey] = Counter()
         self.snapshots = runner.root / SNAPSHOTS_DIR
         shutil.rmtree(self.snapshots, ignore_errors=True)  # left by a killed predecessor
         self.snapshots.mkdir(parents=True, exist_ok=True)
@@ -134,8 +137,8 @@ class Controller:
             self.cache.apply(SHARD, "DELETED", dict(body), None)
             self.queue.forget(key)
             self.backoff.success(key)
-            self.outcomes.pop(key, None)
-            self._full_due.pop(key, None)
+            for seen in (self.outcomes, self.verdicts, self.reports, self._full_due):
+                seen.pop(key, None)
             return
         if key not in self._full_due and self.settings.full_check_period > 0:
             self._full_due[key] = self.queue.now() + random.uniform(0, self.settings.full_check_period)
@@ -275,6 +278,8 @@ class Controller:
             outcome = error or Outcome(Result.ERROR, "runner error: no report for this shard")
         else:
             outcome = classify(report.status, report.module_result, report.failures)
+            self.reports[key] = report
+            self.playbook_passes[key] += 1
             self.metrics.duration.observe(report.duration)
             if report.start_overhead is not None:
                 self.metrics.runner_overhead.observe(report.start_overhead)
