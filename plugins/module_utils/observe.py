@@ -74,3 +74,39 @@ def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None
     others.update({kind: tuple(client.list(api_version, kind, namespace, shard_sel, metadata_only=True))
                    for api_version, kind in metadata_kinds})
     return Observed(cr=cr, pods=tuple(pods), pvcs=tuple(pvcs), others=others)
+
+
+def _gone(obj: Manifest | None, kind: str) -> bool:
+    if not obj or obj.get("kind") != kind:
+        return True  # a delete answered with a Status: the object is gone
+    meta = obj.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+
+
+def with_writes(observed: Observed, writes: Iterable[tuple[str, str, str, Manifest | None]]) -> Observed:
+    """`observed` with the API server's answers to a pass's writes (verb, kind, name, answer) put
+    in: applied and patched objects replaced or added, deleted ones removed or left terminating,
+    generated Secrets (answered as a List of their metadata) added."""
+    cr = observed.cr
+    pools: dict[str, dict[str, Manifest]] = {}
+    for kind, objs in (("Pod", observed.pods), ("PersistentVolumeClaim", observed.pvcs), *observed.others.items()):
+        pools[kind] = {(o.get("metadata") or {}).get("name", ""): o for o in objs}
+    for verb, kind, name, answer in writes:
+        if verb == "event":
+            continue
+        if kind == keys.SHARD_KIND:
+            if answer and answer.get("kind") == kind:
+                cr = answer
+            continue
+        items = answer.get("items") if answer and answer.get("kind") == "List" else None
+        for obj in items if items is not None else [answer]:
+            obj_kind = (obj or {}).get("kind", kind)
+            obj_name = ((obj or {}).get("metadata") or {}).get("name", name)
+            pool = pools.setdefault(obj_kind, {})
+            if verb == "delete" and _gone(obj, obj_kind):
+                pool.pop(obj_name, None)
+            elif obj:
+                pool[obj_name] = obj
+    pods, pvcs = pools.pop("Pod"), pools.pop("PersistentVolumeClaim")
+    others = {kind: tuple(objs.values()) for kind, objs in pools.items()}
+    return Observed(cr=cr, pods=tuple(pods.values()), pvcs=tuple(pvcs.values()), others=others)

@@ -18,6 +18,7 @@ from . import plan as planner
 from . import status as shard_status
 from .actions import Action
 from .apply import Applier, Outcome, write_status
+from .desired import Desired
 from .kube import KubeClient
 from .plan_delete import CLEANUP_TIMEOUT
 from .snapshot import Reader
@@ -128,6 +129,8 @@ class Decision:
     status: Manifest | None = None
     events: list[Action] = field(default_factory=list)
     invalid: bool = False
+    desired: Desired | None = None
+    now: dt.datetime | None = None
 
     @property
     def writes(self) -> bool:
@@ -159,7 +162,7 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
                         cleanup_timeout=request.cleanup_timeout)
     result.plan, result.waiting, result.requeue_after = plan.lines(), plan.waiting, plan.requeue_after
     result.finished = plan.finished
-    decision = Decision(result, cr, namespace, observed, plan)
+    decision = Decision(result, cr, namespace, observed, plan, desired=desired, now=now)
     if plan.errors:
         result.failed, result.errors = True, plan.errors
         result.msg = "invalid change:\n" + "\n".join(f"  - {e}" for e in plan.errors)
@@ -187,6 +190,8 @@ def execute(client: KubeClient, request: Request, decision: Decision, stamp: str
         if failed:
             result.failed = True
             result.msg = f"{failed[0].action.describe()} failed: {failed[0].message}"
+    if outcomes and not request.check_mode:
+        _status_after(request, decision, outcomes)
     if decision.cr is not None and decision.status is not None:
         write_status(client, decision.cr, decision.status, dry_run=request.check_mode)
         if decision.events and not request.check_mode:
@@ -194,6 +199,25 @@ def execute(client: KubeClient, request: Request, decision: Decision, stamp: str
     if request.diff and decision.observed is not None and not decision.invalid:
         result.diff = _diffs(decision.observed, outcomes, result.plan)
     return result
+
+
+def _status_after(request: Request, decision: Decision, outcomes: list[Outcome]) -> None:
+    """The status as the next pass will see it: planned again (pure) on the observation with this
+    pass's writes applied (the API server's answers). A status computed before the writes would
+    describe a state that no longer exists, and the next pass would spend a write correcting it."""
+    cr, plan, desired, now = decision.cr, decision.plan, decision.desired, decision.now
+    if cr is None or plan is None or plan.deleting or desired is None or now is None or decision.observed is None:
+        return
+    after = observe.with_writes(decision.observed, [(o.action.verb, o.action.kind, o.action.name, o.after)
+                                                    for o in outcomes if o.result == "done"])
+    replanned = planner.plan(desired, after, now, cleanup_timeout=request.cleanup_timeout)
+    if replanned.errors or replanned.deleting:
+        return
+    new = shard_status.compute(desired, after, replanned, stamp=facts.format_time(now))
+    decision.result.status = new
+    previous = cr.get("status") or {}
+    decision.status = new if shard_status.changed(previous, new) else None
+    decision.events = shard_status.transition_events(cr, previous, new) if decision.status is not None else []
 
 
 def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = None) -> Result:

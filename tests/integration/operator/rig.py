@@ -109,4 +109,9 @@ class LiveOperator:
         return out
 
     def idle(self) -> bool:
-        return self.call(lambda: self.ctl.queue.queue.depth() == 0 and not self.ctl.queue.queue.processing())
+        """Nothing running and nothing due (a shard may wait for its requeue_after)."""
+        def check() -> bool:
+            q = self.ctl.queue.queue
+            deadline = q.next_deadline()
+            return not q.processing() and (deadline is None or deadline > self.ctl.queue.now())
+        return self.call(check)
