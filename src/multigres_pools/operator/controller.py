@@ -105,6 +105,7 @@ class Controller:
         self.outcomes: dict[ShardKey, Outcome] = {}
         self.verdicts: dict[ShardKey, Verdict] = {}  # the last in-process decision of each shard
         self.reports: dict[ShardKey, RunReport] = {}  # the last playbook pass of each shard
+        self.handed: dict[ShardKey, Verdict] = {}  # the decision that caused it
         self.playbook_passes: Counter[ShardKey] = Counter()
         self.snapshots = runner.root / SNAPSHOTS_DIR
         shutil.rmtree(self.snapshots, ignore_errors=True)  # left by a killed predecessor
@@ -137,7 +138,7 @@ class Controller:
             self.cache.apply(SHARD, "DELETED", dict(body), None)
             self.queue.forget(key)
             self.backoff.success(key)
-            for seen in (self.outcomes, self.verdicts, self.reports, self._full_due):
+            for seen in (self.outcomes, self.verdicts, self.reports, self.handed, self._full_due):
                 seen.pop(key, None)
             return
         if key not in self._full_due and self.settings.full_check_period > 0:
@@ -249,6 +250,7 @@ class Controller:
     async def _run(self, keys: list[ShardKey], verdicts: Mapping[ShardKey, Verdict | None], forks: int | None,
                    warm: WarmRun | None) -> dict[ShardKey, Outcome]:
         observed = {k: v.snapshot for k in keys if (v := verdicts.get(k)) is not None and v.snapshot is not None}
+        self.handed.update({k: v for k in keys if (v := verdicts.get(k)) is not None})
         self.metrics.running.inc(len(keys))
         self.metrics.runner_runs.inc()
         try:

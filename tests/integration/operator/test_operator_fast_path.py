@@ -96,7 +96,9 @@ def test_noop_resync_starts_no_runner_and_a_spec_change_one(kube, namespace, kub
         passes = op.ctl.playbook_passes[target]
         client.apply(shard_doc(namespace, names[0], replicas=2), "test")
         wait_for(lambda: op.ctl.playbook_passes[target] > passes and op.idle(), 120, "the playbook pass")
-        verdict, report = op.ctl.verdicts[target], op.ctl.reports[target]
+        op.resync()  # the shard is decided again after its pass: nothing is left to write
+        wait_for(op.idle, 120, "the resync after the pass")
+        verdict, report = op.ctl.handed[target], op.ctl.reports[target]
         res: dict[str, Any] = report.module_result or {}
         assert verdict.reason == "actions", verdict
         planned = [line for line in verdict.plan if not line.startswith("waiting:")]
