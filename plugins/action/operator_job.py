@@ -1,6 +1,6 @@
 """Action plugin multigres.pools.operator_job: the first play of playbooks/operator_batch.yml blocks
 here until the operator writes one batch (a JSON line `{"shards": [{host, namespace, name,
-observed}]}`) into a FIFO, or until `idle_timeout` seconds pass (then the batch is empty).
+observed}]}`) into a FIFO, or until `idle_timeout` seconds pass, or the FIFO is removed (then the batch is empty).
 
 The engine is imported when this class is loaded: the strategy loads it in the main
 ansible-playbook process before the batch arrives, so the reconcile workers forked afterwards start
@@ -28,8 +28,11 @@ def read_job(fifo: str, idle_timeout: float) -> list[dict[str, str]]:
         buf = b""
         while b"\n" not in buf:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            # A restarted operator removes its predecessor's FIFOs: an orphaned run then ends at once.
+            if left <= 0 or not os.path.exists(fifo):
                 return []
+            if not select.select([fd], [], [], min(left, 1.0))[0]:
+                continue
             try:
                 buf += os.read(fd, 65536)
             except BlockingIOError:
