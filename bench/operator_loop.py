@@ -291,6 +291,7 @@ def _measure(sizes: list[int], pattern_shards: int, trials: int, workdir: Path) 
                     time.sleep(8)  # a warm run, if any, has started again and waits
                     samples.append(first_write(kube, ns, target, topo, 2))
                 latency[mode] = samples
+                print(f"measured: first write, {mode}: {', '.join(f'{x:.2f}s' for x in samples)}", flush=True)
             finally:
                 op.stop()
         samples = []
@@ -299,13 +300,19 @@ def _measure(sizes: list[int], pattern_shards: int, trials: int, workdir: Path) 
             samples.append(first_write(kube, ns, target, topo, 2,
                                        trigger=lambda t=target: pattern_run(ns, t, cluster.kubeconfig, workdir)))
         latency["pattern"] = samples
+        print(f"measured: first write, pattern: {', '.join(f'{x:.2f}s' for x in samples)}", flush=True)
         Converger(kube, kubelet, ns).converge(names[: 3 * trials])
 
         # 2. No-op resync of each fleet, and the pattern on the first `pattern_shards` shards.
-        results = {size: resync(cluster.kubeconfig, fleets[size][0], size, workdir, f"resync{size}") for size in sizes}
+        results = {}
+        for size in sizes:
+            results[size] = resync(cluster.kubeconfig, fleets[size][0], size, workdir, f"resync{size}")
+            print(f"measured: resync of {size}: {results[size]}", flush=True)
         ns, names = fleets[sizes[0]]
         pattern_names = names[:pattern_shards]
         t_pattern = pattern_resync(pattern_names, ns, cluster.kubeconfig, workdir, concurrency=2)
+        print(f"measured: pattern resync of {len(pattern_names)}: {t_pattern:.2f}s", flush=True)
+        kube.close()  # long idle: the server may have closed the kept-alive connection
 
         # 3. A real change in one shard while the largest fleet resyncs: a running operator whose
         # periodic resync (every 30 s, spread over 3 s) has just queued every shard.
