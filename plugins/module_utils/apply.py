@@ -123,8 +123,8 @@ class Applier:
         ca = self.client.get("v1", "Secret", self.namespace, gen.ca_secret)
         if ca is None:
             ca_data = tls.new_ca(gen.common_name, now)
-            self.client.create(self._secret(gen.ca_secret, ca_data, gen, owners),
-                               field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
+            ca = self.client.create(self._secret(gen.ca_secret, ca_data, gen, owners),
+                                    field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
         else:
             ca_data = ca.get("data") or {}
             if not {tls.CA_CERT_KEY, tls.CA_KEY_KEY} <= ca_data.keys():
@@ -132,8 +132,8 @@ class Applier:
                                   "have a new CA generated, or switch pgbackrestTLS.mode to 'secret'"), None
         leaf = tls.issue(ca_data, gen.common_name, gen.dns_names, now)
         secret = self._secret(gen.tls_secret, leaf, gen, owners, {keys.ANN_TLS_FINGERPRINT: gen.fingerprint})
-        self.client.apply(secret, keys.FIELD_MANAGER, dry_run=self.dry_run)
-        return "done", "", None
+        leaf_after = self.client.apply(secret, keys.FIELD_MANAGER, dry_run=self.dry_run)
+        return "done", "", secrets_metadata(ca, leaf_after)
 
     def _generate_password(self, action: Action) -> tuple[str, str, Manifest | None]:
         """Created once, never updated: a Secret that already exists (ours or the user's) is kept."""
@@ -142,12 +142,12 @@ class Applier:
         value = base64.b64encode(secrets.token_urlsafe(32).encode()).decode()
         secret = self._secret(gen.secret, {gen.key: value}, gen, body.get("ownerReferences") or [])
         try:
-            self.client.create(secret, field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
+            created = self.client.create(secret, field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
         except KubeError as exc:
             if exc.status != 409:
                 raise
             return "done", "already exists", None
-        return "done", "", None
+        return "done", "", secrets_metadata(created)
 
     def _unfinalize(self, action: Action, ns: str | None) -> tuple[str, str, Manifest | None]:
         name, finalizer = action.name, (action.body or {})["finalizer"]
@@ -168,6 +168,14 @@ class Applier:
                     return "gone", "already gone", None
                 current = facts.finalizers(live)
         raise AssertionError("unreachable")
+
+
+def secrets_metadata(*secrets: Manifest | None) -> Manifest:
+    """What a pass may keep of Secrets it wrote: their metadata, never their data."""
+    items = [{"apiVersion": "v1", "kind": "Secret",
+              "metadata": {k: v for k, v in (s.get("metadata") or {}).items() if k != "managedFields"}}
+             for s in secrets if s]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
 def write_status(client: KubeClient, cr: Manifest, status: Manifest, *, dry_run: bool) -> Manifest:

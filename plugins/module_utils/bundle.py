@@ -55,10 +55,11 @@ OPERATOR_CLUSTER_GRANTS = (
           ("networking.k8s.io",), ("networkpolicies",), _CHILD_VERBS),
     Grant("The pgBackRest Certificate when backup.pgbackrestTLS.mode is certManager (unused otherwise).",
           ("cert-manager.io",), ("certificates",), _CHILD_VERBS),
-    Grant("pgbackrestTLS.mode auto: list (metadata only) finds the shard's generated TLS Secrets, create makes "
-          "the CA Secret once, patch (re-)issues the certificate Secret, get reads the CA key to sign it. "
-          "The engine never reports Secret data and never deletes a Secret it did not generate.",
-          ("",), ("secrets",), ("get", "list", "create", "patch")),
+    Grant("pgbackrestTLS.mode auto: list and watch (metadata only, the operator's cache) find the shard's "
+          "generated TLS Secrets, create makes the CA Secret once, patch (re-)issues the certificate Secret, get "
+          "reads the CA key to sign it. The engine never reports Secret data and never deletes a Secret it did "
+          "not generate.",
+          ("",), ("secrets",), ("get", "list", "watch", "create", "patch")),
     Grant("Report what happened (DrainStarted, PodCreated, ...) as Events on the MultigresShard; patch "
           "lets the client aggregate repeats.", ("", "events.k8s.io"), ("events",), ("create", "patch")),
 )

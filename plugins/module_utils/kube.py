@@ -284,7 +284,7 @@ class KubeClient:
                 raw = response.read()
                 break
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
-                    http.client.CannotSendRequest):
+                    http.client.CannotSendRequest, ssl.SSLEOFError):
                 # A kept-alive connection the server closed; one fresh attempt.
                 self.close()
                 if attempt == 2:

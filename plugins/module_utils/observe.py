@@ -1,4 +1,6 @@
-"""Read the live state of one shard: one list request per kind, by the shard's label selector."""
+"""Read the live state of one shard: one list request per kind, by the shard's label selector.
+
+The reader is the API client, the operator's watch caches or a snapshot of them (`snapshot.Reader`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from . import keys, labels
 from .naming import ShardId
 
 if TYPE_CHECKING:
-    from .kube import KubeClient
+    from .snapshot import Reader
 
 Manifest = dict[str, Any]
 
@@ -20,6 +22,9 @@ INFRA_KINDS: tuple[tuple[str, str], ...] = (
     ("policy/v1", "PodDisruptionBudget"),
     ("v1", "ConfigMap"),
     ("apps/v1", "Deployment"),
+    # Listed even when security.networkPolicy is off: the operator watches it, and deleting the shard
+    # removes one made while it was on.
+    ("networking.k8s.io/v1", "NetworkPolicy"),
 )
 
 
@@ -56,11 +61,11 @@ def kinds_to_list(desired_objects: Iterable[Manifest]) -> list[tuple[str, str]]:
     return kinds
 
 
-def read_shard(client: KubeClient, namespace: str, name: str) -> Manifest | None:
+def read_shard(client: Reader, namespace: str, name: str) -> Manifest | None:
     return client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name)
 
 
-def observe(client: KubeClient, sid: ShardId, namespace: str, *, cr: Manifest | None,
+def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None,
             kinds: Iterable[tuple[str, str]] = INFRA_KINDS,
             metadata_kinds: Iterable[tuple[str, str]] = ()) -> Observed:
     shard_sel = labels.selector_string(labels.shard_selector(sid))
@@ -72,3 +77,39 @@ def observe(client: KubeClient, sid: ShardId, namespace: str, *, cr: Manifest | 
     others.update({kind: tuple(client.list(api_version, kind, namespace, shard_sel, metadata_only=True))
                    for api_version, kind in metadata_kinds})
     return Observed(cr=cr, pods=tuple(pods), pvcs=tuple(pvcs), others=others)
+
+
+def _gone(obj: Manifest | None, kind: str) -> bool:
+    if not obj or obj.get("kind") != kind:
+        return True  # a delete answered with a Status: the object is gone
+    meta = obj.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+
+
+def with_writes(observed: Observed, writes: Iterable[tuple[str, str, str, Manifest | None]]) -> Observed:
+    """`observed` with the API server's answers to a pass's writes (verb, kind, name, answer) put
+    in: applied and patched objects replaced or added, deleted ones removed or left terminating,
+    generated Secrets (answered as a List of their metadata) added."""
+    cr = observed.cr
+    pools: dict[str, dict[str, Manifest]] = {}
+    for kind, objs in (("Pod", observed.pods), ("PersistentVolumeClaim", observed.pvcs), *observed.others.items()):
+        pools[kind] = {(o.get("metadata") or {}).get("name", ""): o for o in objs}
+    for verb, kind, name, answer in writes:
+        if verb == "event":
+            continue
+        if kind == keys.SHARD_KIND:
+            if answer and answer.get("kind") == kind:
+                cr = answer
+            continue
+        items = answer.get("items") if answer and answer.get("kind") == "List" else None
+        for obj in items if items is not None else [answer]:
+            obj_kind = (obj or {}).get("kind", kind)
+            obj_name = ((obj or {}).get("metadata") or {}).get("name", name)
+            pool = pools.setdefault(obj_kind, {})
+            if verb == "delete" and _gone(obj, obj_kind):
+                pool.pop(obj_name, None)
+            elif obj:
+                pool[obj_name] = obj
+    pods, pvcs = pools.pop("Pod"), pools.pop("PersistentVolumeClaim")
+    others = {kind: tuple(objs.values()) for kind, objs in pools.items()}
+    return Observed(cr=cr, pods=tuple(pods.values()), pvcs=tuple(pvcs.values()), others=others)

@@ -14,12 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, inputs, keys, model, observe, render, spechash
+from . import facts, inputs, keys, model, observe, render, snapshot, spechash
 from . import plan as planner
 from . import status as shard_status
+from .actions import Action
 from .apply import Applier, Outcome, write_status
+from .desired import Desired
 from .kube import KubeClient
 from .plan_delete import CLEANUP_TIMEOUT
+from .snapshot import Reader
 
 Manifest = dict[str, Any]
 _VOLATILE = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
@@ -35,6 +38,8 @@ class Request:
     check_mode: bool = False
     diff: bool = False
     cleanup_timeout: float = CLEANUP_TIMEOUT
+    # Recorded list answers (`snapshot.load`) replayed instead of listing; None lists live.
+    observed: Mapping[str, list[dict[str, Any]]] | None = None
 
 
 @dataclass
@@ -52,6 +57,7 @@ class Result:
     requests: dict[str, int] = field(default_factory=dict)
     writes: int = 0
     seconds: float = 0.0
+    replayed: int = 0  # list answers taken from the operator's snapshot instead of the API
     diff: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -102,7 +108,7 @@ def request_problems(request: Request) -> list[str]:
     return problems
 
 
-def _config_hash(client: KubeClient, spec: model.MultigresShardSpec, namespace: str) -> str:
+def _config_hash(client: Reader, spec: model.MultigresShardSpec, namespace: str) -> str:
     ref = spec.postgres_config_ref
     if ref is None:
         return ""
@@ -138,10 +144,116 @@ def _diffs(observed: observe.Observed, outcomes: list[Outcome], lines: list[str]
     return out
 
 
+@dataclass
+class Decision:
+    """What one pass would do, decided without writing anything: the plan, and the status to write
+    (None when it is unchanged or no MultigresShard drives the pass)."""
+
+    result: Result
+    cr: Manifest | None
+    namespace: str = ""
+    observed: observe.Observed | None = None
+    plan: planner.Plan | None = None
+    status: Manifest | None = None
+    events: list[Action] = field(default_factory=list)
+    invalid: bool = False
+    desired: Desired | None = None
+    now: dt.datetime | None = None
+
+    @property
+    def writes(self) -> bool:
+        """Whether carrying this decision out sends any write request."""
+        return bool(self.plan is not None and not self.invalid and self.plan.actions) or self.status is not None
+
+
+def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.datetime) -> Decision:
+    """Spec -> render -> observe -> plan -> status, reading through `reader` and writing nothing.
+
+    The operator calls this on its watch caches to learn whether a shard needs a playbook run;
+    `run_pass` calls it on the live client (or a snapshot) and then carries the decision out."""
+    stamp = facts.format_time(now)
+    result = Result()
+    try:
+        spec, namespace = _load(request, cr)
+        owner = {"name": facts.name(cr), "uid": facts.uid(cr) or ""} if cr else None
+        project_ref = facts.annotations(cr).get(keys.ANN_PROJECT_REF) if cr else None
+        desired = render.desired_state(spec, namespace, owner=owner, project_ref=project_ref,
+                                       referenced_config_hash=_config_hash(reader, spec, namespace))
+    except model.SpecError as exc:
+        result.failed, result.errors, result.msg = True, list(exc.errors), str(exc)
+        return _invalid(Decision(result, cr, request.namespace or ""), stamp)
+
+    observed = observe.observe(reader, desired.shard, namespace, cr=cr,
+                               kinds=observe.kinds_to_list(desired.objects),
+                               metadata_kinds=[("v1", "Secret")] if desired.observes_secrets else [])
+    plan = planner.plan(desired, observed, now, delete=request.state == "absent",
+                        cleanup_timeout=request.cleanup_timeout)
+    result.plan, result.waiting, result.requeue_after = plan.lines(), plan.waiting, plan.requeue_after
+    result.finished = plan.finished
+    decision = Decision(result, cr, namespace, observed, plan, desired=desired, now=now)
+    if plan.errors:
+        result.failed, result.errors = True, plan.errors
+        result.msg = "invalid change:\n" + "\n".join(f"  - {e}" for e in plan.errors)
+        decision.invalid = True
+        if cr is not None and not plan.deleting:  # refused for this generation: GitOps must see it
+            _set_status(decision, cr, shard_status.compute(desired, observed, plan, stamp=stamp))
+        return decision
+    if cr is not None and not plan.deleting:
+        new = shard_status.compute(desired, observed, plan, stamp=stamp)
+        result.status = new
+        previous = cr.get("status") or {}
+        if shard_status.changed(previous, new):
+            decision.status = new
+            decision.events = shard_status.transition_events(cr, previous, new)
+    return decision
+
+
+def execute(client: KubeClient, request: Request, decision: Decision, stamp: str) -> Result:
+    """Carry a decision out: the planned actions, then the status and its transition events."""
+    result = decision.result
+    outcomes: list[Outcome] = []
+    if decision.plan is not None and not decision.invalid:
+        outcomes = Applier(client, decision.namespace, dry_run=request.check_mode, stamp=stamp).run(
+            decision.plan.actions)
+        result.actions = [o.as_dict() for o in outcomes]
+        result.changed |= any(o.result == "done" and o.action.verb != "event" for o in outcomes)
+        failed = [o for o in outcomes if o.result == "failed"]
+        if failed:
+            result.failed = True
+            result.msg = f"{failed[0].action.describe()} failed: {failed[0].message}"
+    if outcomes and not request.check_mode:
+        _status_after(request, decision, outcomes)
+    if decision.cr is not None and decision.status is not None:
+        write_status(client, decision.cr, decision.status, dry_run=request.check_mode)
+        if decision.events and not request.check_mode:
+            Applier(client, decision.namespace, dry_run=False, stamp=stamp).run(decision.events)
+    if request.diff and decision.observed is not None and not decision.invalid:
+        result.diff = _diffs(decision.observed, outcomes, result.plan)
+    return result
+
+
+def _status_after(request: Request, decision: Decision, outcomes: list[Outcome]) -> None:
+    """The status as the next pass will see it: planned again (pure) on the observation with this
+    pass's writes applied (the API server's answers). A status computed before the writes would
+    describe a state that no longer exists, and the next pass would spend a write correcting it."""
+    cr, plan, desired, now = decision.cr, decision.plan, decision.desired, decision.now
+    if cr is None or plan is None or plan.deleting or desired is None or now is None or decision.observed is None:
+        return
+    after = observe.with_writes(decision.observed, [(o.action.verb, o.action.kind, o.action.name, o.after)
+                                                    for o in outcomes if o.result == "done"])
+    replanned = planner.plan(desired, after, now, cleanup_timeout=request.cleanup_timeout)
+    if replanned.errors or replanned.deleting:
+        return
+    new = shard_status.compute(desired, after, replanned, stamp=facts.format_time(now))
+    decision.result.status = new
+    previous = cr.get("status") or {}
+    decision.status = new if shard_status.changed(previous, new) else None
+    decision.events = shard_status.transition_events(cr, previous, new) if decision.status is not None else []
+
+
 def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = None) -> Result:
     started = time.perf_counter()
     now = now or dt.datetime.now(dt.UTC)
-    stamp = facts.format_time(now)
     result = Result()
     cr = None
     problems = request_problems(request)
@@ -167,63 +279,30 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
             if cr is None:
                 result.finished = True
                 return _finish(result, client, started)
-    try:
-        spec, namespace = _load(request, cr)
-        owner = {"name": facts.name(cr), "uid": facts.uid(cr) or ""} if cr else None
-        project_ref = facts.annotations(cr).get(keys.ANN_PROJECT_REF) if cr else None
-        desired = render.desired_state(spec, namespace, owner=owner, project_ref=project_ref,
-                                       referenced_config_hash=_config_hash(client, spec, namespace))
-    except model.SpecError as exc:
-        result.failed, result.errors, result.msg = True, list(exc.errors), str(exc)
-        if cr is not None:
-            _report_invalid(client, request, cr, result, stamp)
-        return _finish(result, client, started)
-
-    observed = observe.observe(client, desired.shard, namespace, cr=cr,
-                               kinds=observe.kinds_to_list(desired.objects),
-                               metadata_kinds=[("v1", "Secret")] if desired.observes_secrets else [])
-    plan = planner.plan(desired, observed, now, delete=request.state == "absent",
-                        cleanup_timeout=request.cleanup_timeout)
-    result.plan, result.waiting, result.requeue_after = plan.lines(), plan.waiting, plan.requeue_after
-    result.finished = plan.finished
-    if plan.errors:
-        result.failed, result.errors = True, plan.errors
-        result.msg = "invalid change:\n" + "\n".join(f"  - {e}" for e in plan.errors)
-        if cr is not None and not plan.deleting:  # refused for this generation: GitOps must see it
-            _write_status(client, request, cr, shard_status.compute(desired, observed, plan, stamp=stamp), result)
-        return _finish(result, client, started)
-
-    outcomes = Applier(client, namespace, dry_run=request.check_mode, stamp=stamp).run(plan.actions)
-    result.actions = [o.as_dict() for o in outcomes]
-    result.changed |= any(o.result == "done" and o.action.verb != "event" for o in outcomes)
-    failed = [o for o in outcomes if o.result == "failed"]
-    if failed:
-        result.failed = True
-        result.msg = f"{failed[0].action.describe()} failed: {failed[0].message}"
-    if cr is not None and not plan.deleting:
-        previous = cr.get("status") or {}
-        new = shard_status.compute(desired, observed, plan, stamp=stamp)
-        if _write_status(client, request, cr, new, result) and not request.check_mode:
-            Applier(client, namespace, dry_run=False, stamp=stamp).run(
-                shard_status.transition_events(cr, previous, new))
-    if request.diff:
-        result.diff = _diffs(observed, outcomes, result.plan)
-    return _finish(result, client, started)
+    # The CR is always read live (above); a snapshot only stands in for the lists of its objects.
+    reader: Reader = client if request.observed is None else snapshot.Replay(client, request.observed)
+    decision = decide(reader, request, cr, now)
+    decision.result.changed |= result.changed
+    out = execute(client, request, decision, facts.format_time(now))
+    out.replayed = getattr(reader, "replayed", 0)
+    return _finish(out, client, started)
 
 
-def _write_status(client: KubeClient, request: Request, cr: Manifest, status: Manifest, result: Result) -> bool:
-    """Report `status` on the CR when it changed; True if it was written."""
-    result.status = status
-    if not shard_status.changed(cr.get("status") or {}, status):
-        return False
-    write_status(client, cr, status, dry_run=request.check_mode)
-    return True
+def _invalid(decision: Decision, stamp: str) -> Decision:
+    """A spec that cannot be rendered: no child object is touched; the CR's status says why."""
+    decision.invalid = True
+    cr = decision.cr
+    if cr is not None:
+        _set_status(decision, cr, shard_status.refused(cr.get("status") or {}, decision.result.errors,
+                                                       facts.meta(cr).get("generation"), stamp))
+    return decision
 
 
-def _report_invalid(client: KubeClient, request: Request, cr: Manifest, result: Result, stamp: str) -> None:
-    """An invalid MultigresShard: no child object is touched; the CR's status says why."""
-    status = shard_status.refused(cr.get("status") or {}, result.errors, facts.meta(cr).get("generation"), stamp)
-    _write_status(client, request, cr, status, result)
+def _set_status(decision: Decision, cr: Manifest, status: Manifest) -> None:
+    """Report `status`; it is written only when it differs from the CR's."""
+    decision.result.status = status
+    if shard_status.changed(cr.get("status") or {}, status):
+        decision.status = status
 
 
 def _finish(result: Result, client: KubeClient, started: float) -> Result:

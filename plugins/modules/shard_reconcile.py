@@ -57,6 +57,13 @@ options:
   context:
     description: Kubeconfig context to use (default the current context).
     type: str
+  observed:
+    description:
+      - Path to a snapshot of the shard's objects (JSON written by the operator from its watch
+        caches). Its list answers replace the pass's list requests; the MultigresShard itself is
+        always read live, and a missing, unreadable or older than 60 s snapshot is ignored (the
+        pass then lists as usual). Leave it out when running the playbook yourself.
+    type: path
 attributes:
   check_mode:
     support: full
@@ -137,6 +144,10 @@ writes:
   description: Write requests sent (0 for a pass with nothing to do).
   returned: always
   type: int
+replayed:
+  description: List answers taken from the I(observed) snapshot instead of the API (0 without one).
+  returned: always
+  type: int
 seconds:
   description: Time spent in the pass (render, observe, plan, apply, status).
   returned: always
@@ -148,55 +159,22 @@ errors:
   elements: str
 """
 
-import yaml  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils import kube  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import (  # noqa: E402
-    Request,
-    request_problems,
-    run_pass,
-)
+from ansible_collections.multigres.pools.plugins.module_utils import reconcile_task  # noqa: E402
 
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={
-            "shard": {"type": "dict"},
-            "spec": {"type": "dict"},
-            "name": {"type": "str"},
-            "namespace": {"type": "str"},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-            "cleanup_timeout": {"type": "float", "default": 120.0},
-            "kubeconfig": {"type": "path"},
-            "context": {"type": "str"},
-        },
-        required_one_of=[("shard", "spec", "name")],
-        mutually_exclusive=[("shard", "spec", "name")],
-        required_by={"spec": "namespace", "name": "namespace"},
+        argument_spec=reconcile_task.ARGUMENT_SPEC,
+        required_one_of=reconcile_task.REQUIRED_ONE_OF,
+        mutually_exclusive=reconcile_task.MUTUALLY_EXCLUSIVE,
+        required_by=reconcile_task.REQUIRED_BY,
         supports_check_mode=True,
     )
-    p = module.params
-    request = Request(namespace=p["namespace"], spec=p["spec"], name=p["name"], state=p["state"],
-                      definition={"apiVersion": "pools.multigres.com/v1alpha1", "kind": "MultigresShard",
-                                  **p["shard"]} if p["shard"] else None,
-                      check_mode=module.check_mode, diff=module._diff, cleanup_timeout=p["cleanup_timeout"])
-    problems = request_problems(request)  # before connecting: bad input fails the same with or without a cluster
-    if problems:
-        module.fail_json(msg="shard_reconcile: invalid arguments: " + "; ".join(problems), errors=problems)
-    try:
-        client = kube.connect(p["kubeconfig"], p["context"])
-    except (ValueError, OSError, KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
-        # A kubeconfig the loader cannot make sense of is bad input too, not a crash.
-        module.fail_json(msg=f"shard_reconcile: kubeconfig: {type(exc).__name__}: {exc}")
-    try:
-        result = run_pass(client, request)
-    except (ValueError, kube.KubeError, OSError) as exc:
-        module.fail_json(msg=f"shard_reconcile: {exc}")
-    out = result.as_dict()
-    for line in result.waiting:
-        if "scale-down" in line and "waits" in line:
-            module.warn(line)
-    if result.failed:
+    out, warnings = reconcile_task.run(module.params, check_mode=module.check_mode, diff=module._diff)
+    for line in warnings:
+        module.warn(line)
+    if out.get("failed"):
         module.fail_json(**out)
     module.exit_json(**out)
 

@@ -1,10 +1,11 @@
-"""`multigres-pools operator`: watch MultigresShards and reconcile each through playbooks/reconcile.yml."""
+"""`multigres-pools operator`: watch MultigresShards and their objects, decide each shard in process, and
+run playbooks/reconcile.yml for the shards that have something to write."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import functools
 import logging
 import os
 import signal
@@ -42,7 +43,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="shards reconciled by one ansible-playbook run: its start-up, half the CPU of a pass, "
                         "is paid once per batch; a batch only takes shards already due (1: one run per shard)")
     p.add_argument("--coalesce", type=float, default=0.1, help="seconds to gather a burst of events")
-    p.add_argument("--resync-period", type=float, default=600.0, help="seconds between safety resyncs")
+    p.add_argument("--resync-period", type=float, default=600.0,
+                   help="seconds between resyncs: every shard is decided again from the caches (no API request, "
+                        "no playbook run unless there is something to write)")
+    p.add_argument("--full-check-period", type=float, default=float(env("FULL_CHECK_PERIOD", "21600")),
+                   help="seconds between full checks of a shard: a playbook run that lists live whatever the caches "
+                        "say (0: never; default 6 h, each shard at its own random offset)")
+    p.add_argument("--no-warm-runners", dest="warm_runners", action="store_false",
+                   help="start ansible-runner only when a batch is ready, instead of keeping one run per worker "
+                        "started and waiting (saves ~100 MiB per worker, costs its start-up on every run)")
     p.add_argument("--shutdown-grace", type=float, default=20.0,
                    help="seconds running reconciles may finish at shutdown before being cancelled")
     p.add_argument("--health-addr", default=env("HEALTH_ADDR", "0.0.0.0:8080"),
@@ -60,7 +69,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _setup_logging(level: str, fmt: str) -> None:
     logs.setup(level, fmt)
-    logging.getLogger("kopf").setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
 
 
 def _namespaces(args: argparse.Namespace) -> list[str]:
@@ -74,13 +82,15 @@ async def _first(*aws: asyncio.Future | asyncio.Task) -> None:  # type: ignore[t
 
 
 async def serve(args: argparse.Namespace) -> int:
-    import kopf
+    from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, load_credentials
 
     from ..lease import LeaseElector
-    from . import handlers, health
+    from . import health
+    from .cache import WATCHED
     from .controller import Controller, Settings
     from .invalid import InvalidSpecReporter
     from .runner import DEFAULT_PLAYBOOK, PlaybookRunner
+    from .watch import AsyncKube, Informer
 
     namespaces = _namespaces(args)
     if not namespaces and not args.all_namespaces:
@@ -90,21 +100,27 @@ async def serve(args: argparse.Namespace) -> int:
         log.error("--batch-size must be at least 1, got %d", args.batch_size)
         return 2
     api = api_client(args.kubeconfig)
+    creds = load_credentials(args.kubeconfig)
     metrics = Metrics()
     concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
+    # The playbook runs reach the cluster the way the operator does.
     runner = PlaybookRunner(root=args.artifacts_dir, playbook=args.playbook or DEFAULT_PLAYBOOK,
-                            keep_artifacts=args.keep_artifacts)
+                            keep_artifacts=args.keep_artifacts,
+                            envvars={"KUBECONFIG": str(args.kubeconfig)} if args.kubeconfig else {})
     loop_settings = Settings(concurrency=concurrency, coalesce=args.coalesce, resync_period=args.resync_period,
-                             shutdown_grace=args.shutdown_grace, batch_size=args.batch_size)
-    controller = Controller(runner, loop_settings, metrics, report_invalid=InvalidSpecReporter(api))
-    log.info("operator starting: namespaces=%s concurrency=%d batch-size=%d (cgroup limits: cpu %s, memory %s)",
-             namespaces or "*", concurrency, args.batch_size, cpu.cpu_limit(), cpu.memory_limit())
+                             shutdown_grace=args.shutdown_grace, batch_size=args.batch_size,
+                             full_check_period=args.full_check_period, warm_runners=args.warm_runners)
+    controller = Controller(runner, loop_settings, metrics, report_invalid=InvalidSpecReporter(api),
+                            live=lambda: KubeClient(creds))
+    log.info("operator starting: namespaces=%s concurrency=%d batch-size=%d warm-runners=%s "
+             "(cgroup limits: cpu %s, memory %s)", namespaces or "*", concurrency, args.batch_size,
+             args.warm_runners, cpu.cpu_limit(), cpu.memory_limit())
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    kopf_ready = asyncio.Event()
+    synced = asyncio.Event()
     elector = None
     if args.leader_elect:
         lease_ns = args.lease_namespace or (namespaces[0] if namespaces else None)
@@ -114,10 +130,11 @@ async def serve(args: argparse.Namespace) -> int:
         elector = LeaseElector(api, lease_ns, args.lease_name, args.identity)
 
     def ready() -> bool:
-        return kopf_ready.is_set() and (elector is None or elector.is_leader)
+        return synced.is_set() and (elector is None or elector.is_leader)
 
     host, _, port = args.health_addr.rpartition(":")
     web = await health.serve(health.make_app(ready, metrics.registry), host or "0.0.0.0", int(port))
+    aio = AsyncKube(creds)
     try:
         if elector is not None:
             acquiring = asyncio.create_task(elector.acquire())
@@ -128,43 +145,47 @@ async def serve(args: argparse.Namespace) -> int:
                 return 0
             stopping.cancel()
             metrics.leader.set(1)
-        settings = handlers.settings()
-        settings.process.ultimate_exiting_timeout = args.shutdown_grace + 30
-        kopf_stop = asyncio.Event()
-        kopf_task = asyncio.create_task(kopf.operator(
-            registry=handlers.registry(controller), settings=settings, standalone=True,
-            clusterwide=args.all_namespaces, namespaces=namespaces, stop_flag=kopf_stop,
-            ready_flag=kopf_ready))
-        work = asyncio.create_task(controller.run(stop))
+        # One list+watch per kind and watched namespace (or one per kind cluster-wide).
+        scopes: list[str | None] = [None] if args.all_namespaces else list(namespaces)
+        informers = [Informer(aio, kind, ns, functools.partial(controller.on_event, kind))
+                     for kind in WATCHED for ns in scopes]
+        controller.cache.informers = informers
+        watching = [asyncio.create_task(i.run(), name=f"watch-{i.kind.kind}-{i.namespace or '*'}")
+                    for i in informers]
+
+        async def all_synced() -> None:
+            await asyncio.gather(*(i.synced.wait() for i in informers))
+            synced.set()
+            log.info("caches synced: %d objects, %d shards", controller.cache.size(), len(controller.cache.shards()))
+
+        syncing = asyncio.create_task(all_synced())
+        work = asyncio.create_task(controller.run(stop, synced))
         holding = asyncio.create_task(elector.hold() if elector else asyncio.Event().wait())
         waiting = asyncio.create_task(stop.wait())
-        await _first(waiting, kopf_task, holding)
+        await _first(waiting, holding, *watching)
         lost = holding.done()
-        crashed = kopf_task.done() and not stop.is_set() and kopf_task.exception() is not None
+        crashed = next((t for t in watching if t.done() and not t.cancelled() and t.exception()), None)
         stop.set()
-        kopf_stop.set()
         holding.cancel()
         await work
-        with contextlib.suppress(asyncio.CancelledError):
-            await kopf_task
+        for task in (*watching, syncing):
+            task.cancel()
+        await asyncio.gather(*watching, syncing, return_exceptions=True)
         if elector is not None:
             await asyncio.to_thread(elector.release)
         metrics.leader.set(0)
         if lost or crashed:
-            log.error("exiting: %s", "leadership lost" if lost else f"kopf stopped: {kopf_task.exception()}")
+            log.error("exiting: %s", "leadership lost" if lost else f"a watch stopped: {crashed.exception()}")
             return 1
         log.info("stopped cleanly")
         return 0
     finally:
+        await aio.close()
         await web.cleanup()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.kubeconfig:
-        # kopf logs in through the kubernetes client's default loader, which reads $KUBECONFIG once,
-        # when the package is first imported: set it before anything imports it.
-        os.environ["KUBECONFIG"] = args.kubeconfig
     _setup_logging(args.log_level, args.log_format)
     return asyncio.run(serve(args))
 

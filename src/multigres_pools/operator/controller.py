@@ -1,34 +1,49 @@
-"""The operator's core: a per-shard work queue drained by N workers, each running the reconcile
-playbook for a batch of ready shards at a time. Kopf handlers only feed it (see `handlers`).
+"""The operator's core: a per-shard work queue drained by N workers. For each shard a worker first
+decides in process, from the watch caches, whether a pass has anything to write (`decide`); only
+shards that do are handed, in a batch, to an ansible-runner run of the reconcile playbook (a warm
+one when possible, see runner.WarmRun). The informers feed the caches and the queue (see
+`__main__`); tests feed them through `shard_event`/`child_event`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
+import shutil
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+
 from . import artifacts
 from .backoff import Backoff
+from .cache import SHARD, Cache, CacheView
+from .decide import Verdict, decide_shard
 from .metrics import Metrics
 from .outcome import Outcome, Result, action_summary, classify
 from .relevance import Router, ShardKey
-from .runner import RunReport
+from .runner import RunReport, WarmRun
+from .watch import Kind
 from .workqueue import AsyncWorkQueue
 
 log = logging.getLogger(__name__)
+SNAPSHOTS_DIR = ".snapshots"
 
 
 class Runner(Protocol):
     root: Path
 
     def run_batch(self, keys: Sequence[ShardKey], cancel: Callable[[], bool] = ...,
-                  forks: int | None = ...) -> dict[ShardKey, RunReport]: ...
+                  forks: int | None = ..., observed: Mapping[ShardKey, Path] | None = ...,
+                  ) -> dict[ShardKey, RunReport]: ...
+
+    def warm(self, forks: int, cancel: Callable[[], bool] = ..., idle_timeout: float = ...) -> WarmRun: ...
 
 
 class InvalidSpecReporter(Protocol):
@@ -44,61 +59,115 @@ class Settings:
     shutdown_grace: float = 20.0
     # Shards per ansible-playbook run; 1 runs each shard alone.
     batch_size: int = 1
+    # Seconds between full checks of a shard: a playbook run that lists live, whatever the caches
+    # say (0: never). The first one of each shard falls at a random point of the first period.
+    full_check_period: float = 0.0
+    # Keep one ansible-runner run per worker started and waiting for its batch.
+    warm_runners: bool = True
+    # A warm run that got no batch for this long ends and is replaced.
+    warm_idle_timeout: float = 300.0
 
 
 def split_concurrency(concurrency: int, batch_size: int) -> tuple[int, int]:
     """(workers, forks per worker) for `concurrency` passes at once in batches of `batch_size`.
 
     `concurrency` (from the cgroup limits, see `cpu`) bounds the passes running at once, each an
-    ansible worker process plus its module process, so workers x forks never exceeds it. A batch
-    amortises one ansible-playbook start-up over its shards whatever its forks, so fewer, wider
-    workers would save the most CPU; but a batch ends with its slowest shard (e.g. a deletion waiting
-    for the agent's topology cleanup), so at least two workers keep one slow batch from stalling
-    every other shard. Batch size 1 gives one single-fork worker per pass, as before batching.
+    ansible worker process, so workers x forks never exceeds it. A batch amortises one
+    ansible-playbook start-up over its shards whatever its forks, so fewer, wider workers would
+    save the most CPU; but a batch ends with its slowest shard (e.g. a deletion waiting for the
+    agent's topology cleanup), so at least two workers keep one slow batch from stalling every
+    other shard. Batch size 1 gives one single-fork worker per pass.
     """
     concurrency, batch_size = max(1, concurrency), max(1, batch_size)
     workers = max(min(2, concurrency), -(-concurrency // batch_size))
     return workers, max(1, min(batch_size, concurrency // workers))
 
 
+def _no_live_client() -> KubeClient:
+    raise RuntimeError("the operator has no API client for reads its caches cannot answer")
+
+
 class Controller:
     def __init__(self, runner: Runner, settings: Settings, metrics: Metrics | None = None,
-                 backoff: Backoff | None = None, report_invalid: InvalidSpecReporter | None = None) -> None:
+                 backoff: Backoff | None = None, report_invalid: InvalidSpecReporter | None = None,
+                 cache: Cache | None = None, live: Callable[[], KubeClient] = _no_live_client) -> None:
         self.runner = runner
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.backoff = backoff or Backoff()
         self.report_invalid = report_invalid
+        self.cache = cache or Cache()
+        self.view = CacheView(self.cache, live)
         self.queue = AsyncWorkQueue(settings.coalesce)
         self.router = Router()
         self._cancel = threading.Event()
+        self._full_due: dict[ShardKey, float] = {}
         self.outcomes: dict[ShardKey, Outcome] = {}
+        self.verdicts: dict[ShardKey, Verdict] = {}  # the last in-process decision of each shard
+        self.reports: dict[ShardKey, RunReport] = {}  # the last playbook pass of each shard
+        self.handed: dict[ShardKey, Verdict] = {}  # the decision that caused it
+        self.playbook_passes: Counter[ShardKey] = Counter()
+        self.snapshots = runner.root / SNAPSHOTS_DIR
+        shutil.rmtree(self.snapshots, ignore_errors=True)  # left by a killed predecessor
+        self.snapshots.mkdir(parents=True, exist_ok=True)
         self.metrics.concurrency.set(settings.concurrency)
         self.metrics.queue_depth.set_function(lambda: self.queue.queue.depth())
+        self.metrics.cache_objects.set_function(self.cache.size)
 
-    # --- fed by the kopf handlers -----------------------------------------------------------------
-    def shard_event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+    # --- fed by the informers (or by tests) -------------------------------------------------------
+    def on_event(self, kind: Kind, event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+        self.cache.apply(kind, event_type, dict(obj) if not isinstance(obj, dict) else obj,
+                         dict(old) if old is not None and not isinstance(old, dict) else old)
+        # Events of the initial lists are the start-up pass over every shard: background work.
+        background = not self.cache.synced()
+        if kind == SHARD:
+            self.shard_event(event_type, obj, background=background)
+        else:
+            self.child_event(kind.kind, event_type, obj, background=background)
+
+    def shard_event(self, event_type: str | None, body: Mapping[str, Any], *, background: bool = False) -> None:
+        if body.get("metadata") is None:
+            return
+        if self.cache.shard(_key(body)) is None and event_type != "DELETED":
+            self.cache.apply(SHARD, "ADDED", dict(body), None)  # fed directly (tests)
         routed = self.router.shard_event(event_type, body)
         if routed is None:
             return
         key, spec_changed, gone = routed
         if gone:
+            self.cache.apply(SHARD, "DELETED", dict(body), None)
             self.queue.forget(key)
             self.backoff.success(key)
-            self.outcomes.pop(key, None)
+            for seen in (self.outcomes, self.verdicts, self.reports, self.handed, self._full_due):
+                seen.pop(key, None)
             return
+        if key not in self._full_due and self.settings.full_check_period > 0:
+            self._full_due[key] = self.queue.now() + random.uniform(0, self.settings.full_check_period)
         # A spec change lifts the gate of an invalid spec or a backoff: the user fixed something.
-        self.queue.add(key, force=spec_changed)
+        self.queue.add(key, force=spec_changed and not background, background=background)
 
-    def child_event(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
+    def child_event(self, kind: str, event_type: str | None, body: Mapping[str, Any], *,
+                    background: bool = False) -> None:
         key = self.router.child_event(kind, event_type, body)
         if key is not None and self.router.knows(key):
-            self.queue.add(key)
+            self.queue.add(key, background=background)
 
     # --- the loop ---------------------------------------------------------------------------------
-    async def run(self, stop: asyncio.Event) -> None:
+    async def run(self, stop: asyncio.Event, synced: asyncio.Event | None = None) -> None:
+        """Drain the queue until `stop`; workers start once `synced` is set (the caches hold full
+        lists: deciding on a partial cache would plan to create what exists)."""
+        if synced is not None:
+            waiting = asyncio.create_task(synced.wait())
+            stopping = asyncio.create_task(stop.wait())
+            await asyncio.wait([waiting, stopping], return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            stopping.cancel()
+            if stop.is_set():
+                return
         count, forks = split_concurrency(self.settings.concurrency, self.settings.batch_size)
-        workers = [asyncio.create_task(self._worker(forks), name=f"reconcile-worker-{i}") for i in range(count)]
+        # Worker 0 never takes resync-only work: a real change always finds a worker soon.
+        workers = [asyncio.create_task(self._worker(forks, background=count == 1 or i > 0),
+                                       name=f"reconcile-worker-{i}") for i in range(count)]
         resync = asyncio.create_task(self._resync_loop(), name="resync")
         await stop.wait()
         log.info("stopping: %d reconcile(s) running", len(self.queue.queue.processing()))
@@ -111,39 +180,98 @@ class Controller:
             self._cancel.set()
             await asyncio.wait(pending)
 
-    async def _worker(self, forks: int) -> None:
-        # The first ready key plus the keys already due: a batch never waits to fill up.
-        while batch := await self.queue.get_batch(self.settings.batch_size):
-            try:
-                await self.reconcile_batch(batch, forks)
-            finally:
-                for key in batch:
-                    self.queue.done(key)
+    async def _worker(self, forks: int, *, background: bool) -> None:
+        warm: WarmRun | None = None
+        try:
+            while True:
+                if warm is None and self.settings.warm_runners:
+                    warm = await asyncio.to_thread(self.runner.warm, forks, self._cancel.is_set,
+                                                   self.settings.warm_idle_timeout)
+                # The first ready key plus the keys already due: a batch never waits to fill up.
+                batch = await self.queue.get_batch(self.settings.batch_size, background=background)
+                if not batch:
+                    break
+                try:
+                    if warm is not None and not warm.waiting():
+                        await asyncio.to_thread(warm.close)
+                        warm = None
+                    await self.reconcile_batch(batch, forks, warm)
+                    if warm is not None and warm.handed:  # each warm run takes one batch
+                        warm = None
+                finally:
+                    for key in batch:
+                        self.queue.done(key)
+        finally:
+            if warm is not None:
+                await asyncio.to_thread(warm.close)
 
     async def _resync_loop(self) -> None:
         while True:
             await asyncio.sleep(self.settings.resync_period)
             live = self.router.shards()
-            # Spread the resync over a tenth of the period so it never arrives as one burst.
+            # Spread over a tenth of the period; queued as background, behind every real event.
             for key in live:
-                self.queue.add(key, delay=random.uniform(0, self.settings.resync_period / 10))
+                self.queue.add(key, delay=random.uniform(0, self.settings.resync_period / 10), background=True)
             await asyncio.to_thread(artifacts.prune_shards, self.runner.root, live)
 
     async def reconcile(self, key: ShardKey) -> Outcome:
         return (await self.reconcile_batch([key]))[key]
 
-    async def reconcile_batch(self, keys: Sequence[ShardKey], forks: int | None = None) -> dict[ShardKey, Outcome]:
-        """One playbook run over `keys`, then each shard's outcome handled on its own."""
+    def _decide(self, keys: Sequence[ShardKey], now: float) -> dict[ShardKey, Verdict | None]:
+        out: dict[ShardKey, Verdict | None] = {}
+        for key in keys:
+            full = self.settings.full_check_period > 0 and self._full_due.get(key, float("inf")) <= now
+            out[key] = decide_shard(self.view, key, self.snapshots, full_check=full)
+        return out
+
+    async def reconcile_batch(self, keys: Sequence[ShardKey], forks: int | None = None,
+                              warm: WarmRun | None = None) -> dict[ShardKey, Outcome]:
+        """Decide every shard in process; hand those with work to one playbook run. Returns each
+        shard's outcome; `warm` is used if given (the caller must then replace it)."""
+        verdicts = await asyncio.to_thread(self._decide, keys, self.queue.now())
+        outcomes: dict[ShardKey, Outcome] = {}
+        to_run: list[ShardKey] = []
+        for key, verdict in verdicts.items():
+            if verdict is None:  # gone from the cache: deleted meanwhile
+                continue
+            self.verdicts[key] = verdict
+            self.metrics.decisions.labels(verdict.reason).inc()
+            self.metrics.decision_duration.observe(verdict.seconds)
+            if verdict.run:
+                to_run.append(key)
+            else:
+                assert verdict.outcome is not None
+                log.debug("decided %s/%s in process: %s", *key, verdict.outcome.result.value)
+                outcomes[key] = await self._settle(key, verdict.outcome)
+        if to_run:
+            outcomes.update(await self._run(to_run, verdicts, forks, warm))
+        return outcomes
+
+    async def _run(self, keys: list[ShardKey], verdicts: Mapping[ShardKey, Verdict | None], forks: int | None,
+                   warm: WarmRun | None) -> dict[ShardKey, Outcome]:
+        observed = {k: v.snapshot for k in keys if (v := verdicts.get(k)) is not None and v.snapshot is not None}
+        self.handed.update({k: v for k in keys if (v := verdicts.get(k)) is not None})
         self.metrics.running.inc(len(keys))
+        self.metrics.runner_runs.inc()
         try:
-            reports: Mapping[ShardKey, RunReport | None] = await asyncio.to_thread(
-                self.runner.run_batch, keys, self._cancel.is_set, forks)
+            reports: Mapping[ShardKey, RunReport | None] | None = None
+            if warm is not None:
+                reports = await asyncio.to_thread(warm.hand, keys, observed)
+            if reports is None:
+                reports = await asyncio.to_thread(self.runner.run_batch, keys, self._cancel.is_set, forks, observed)
             error = None
         except Exception as exc:  # the runner itself broke (disk full, bad config): retry later
             log.exception("runner failed for %s", ", ".join(f"{ns}/{name}" for ns, name in keys))
             reports, error = {}, Outcome(Result.ERROR, f"runner error: {exc}")
         finally:
             self.metrics.running.dec(len(keys))
+            for path in observed.values():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        now = self.queue.now()
+        for key in keys:
+            if self.settings.full_check_period > 0 and key in self._full_due:
+                self._full_due[key] = now + self.settings.full_check_period
         return {key: await self._finish(key, reports.get(key), error) for key in keys}
 
     async def _finish(self, key: ShardKey, report: RunReport | None, error: Outcome | None) -> Outcome:
@@ -152,14 +280,18 @@ class Controller:
             outcome = error or Outcome(Result.ERROR, "runner error: no report for this shard")
         else:
             outcome = classify(report.status, report.module_result, report.failures)
+            self.reports[key] = report
+            self.playbook_passes[key] += 1
             self.metrics.duration.observe(report.duration)
             if report.start_overhead is not None:
                 self.metrics.runner_overhead.observe(report.start_overhead)
-        self.metrics.reconciles.labels(outcome.result.value).inc()
-        if report is not None:
-            # One line per pass; the end-to-end test reads these to prove what one pass did.
+            # One line per playbook pass; the end-to-end test reads these to prove what one pass did.
             log.info("reconciled %s/%s: %s in %.2fs; actions: %s", namespace, name, outcome.result.value,
                      report.duration, action_summary(report.module_result))
+        return await self._settle(key, outcome)
+
+    async def _settle(self, key: ShardKey, outcome: Outcome) -> Outcome:
+        self.metrics.reconciles.labels(outcome.result.value).inc()
         if self.router.knows(key):  # a shard deleted while its pass ran is not scheduled again
             self.outcomes[key] = outcome
             await self._schedule_next(key, outcome)
@@ -188,3 +320,8 @@ class Controller:
                 self.queue.add(key, delay=delay)
             case Result.CANCELED:
                 pass
+
+
+def _key(body: Mapping[str, Any]) -> ShardKey:
+    meta = body.get("metadata") or {}
+    return meta.get("namespace", ""), meta.get("name", "")

@@ -61,6 +61,9 @@ def fingerprint(kind: str, obj: Obj) -> str:
         parts["phase"] = status.get("phase")
         parts["capacity"] = status.get("capacity")
         parts["conditions"] = _condition_states(status)
+    elif kind == "Deployment":  # the status reports orchReady from readyReplicas
+        parts["spec"] = obj.get("spec")
+        parts["ready"] = status.get("readyReplicas")
     else:  # PodDisruptionBudget and anything else we own: spec and metadata
         parts["spec"] = obj.get("spec")
     return _digest(parts)

@@ -3,7 +3,14 @@
 Each shard is one inventory host (`<namespace>.<name>`, with `shard_name`/`shard_namespace` as host
 vars), so one ansible-playbook start-up (~half the CPU of a pass) serves a whole batch; the play's
 `hosts:` comes from the `reconcile_hosts` extra var and stays `localhost` for people running the
-playbook by hand. The module reads the MultigresShard itself, so the host vars only name it.
+playbook by hand. The module reads the MultigresShard itself, so the host vars only name it; the
+operator adds `shard_observed`, a snapshot of the shard's objects from its caches, which the module
+replays instead of listing them again.
+
+A warm run (`WarmRun`) is the same run started ahead of time: playbooks/operator_batch.yml waits in
+its first play, ansible-playbook and the engine already imported, until the operator hands it a
+batch through a FIFO; its second play is the reconcile playbook itself. It cuts the start-up out of
+the time between a decision and the first write.
 
 Events are read in memory as they stream and sorted by host; only failures and the reconcile
 task's own result are written to disk (one file per event otherwise; ansible-runner#724), then
@@ -30,11 +37,14 @@ from .relevance import ShardKey
 
 REPO_ROOT = collection_root()
 DEFAULT_PLAYBOOK = playbook("reconcile.yml")
+BATCH_PLAYBOOK = playbook("operator_batch.yml")
 RECONCILE_ACTIONS = frozenset({"multigres.pools.shard_reconcile", "shard_reconcile"})
 _RESULT_EVENTS = {"runner_on_ok", "runner_on_failed", "runner_on_unreachable"}
 # The inventory group of a batch; playbooks/reconcile.yml targets it through this extra var.
 BATCH_GROUP = "multigres_shards"
 HOSTS_EXTRAVAR = "reconcile_hosts"
+# The FIFO a warm run's first play reads its batch from (playbooks/operator_batch.yml).
+JOB_FIFO_EXTRAVAR = "operator_job_fifo"
 # Scratch private data dirs of running batches, under the artifacts root; the leading dot keeps
 # them out of artifacts.prune_shards, which only looks at namespace directories.
 BATCHES_DIR = ".batches"
@@ -46,10 +56,18 @@ def host_name(key: ShardKey) -> str:
     return f"{namespace}.{name}"
 
 
-def batch_inventory(keys: Sequence[ShardKey]) -> dict[str, Any]:
-    """One local host per shard, named by its host vars (role `shard` reads shard_name/shard_namespace)."""
-    hosts = {host_name((ns, name)): {"shard_name": name, "shard_namespace": ns, "ansible_connection": "local"}
-             for ns, name in keys}
+def host_vars(key: ShardKey, observed: Path | None = None) -> dict[str, Any]:
+    """Role `shard` reads shard_name/shard_namespace, and shard_observed when the operator has a snapshot."""
+    namespace, name = key
+    out: dict[str, Any] = {"shard_name": name, "shard_namespace": namespace, "ansible_connection": "local"}
+    if observed is not None:
+        out["shard_observed"] = str(observed)
+    return out
+
+
+def batch_inventory(keys: Sequence[ShardKey], observed: Mapping[ShardKey, Path] | None = None) -> dict[str, Any]:
+    """One local host per shard, named by its host vars."""
+    hosts = {host_name(k): host_vars(k, (observed or {}).get(k)) for k in keys}
     return {"all": {"children": {BATCH_GROUP: {"hosts": hosts}}}}
 
 
@@ -150,10 +168,12 @@ class PlaybookRunner:
         return self.run_batch([key], cancel)[key]
 
     def run_batch(self, keys: Sequence[ShardKey], cancel: Callable[[], bool] = lambda: False,
-                  forks: int | None = None) -> dict[ShardKey, RunReport]:
+                  forks: int | None = None, observed: Mapping[ShardKey, Path] | None = None,
+                  ) -> dict[ShardKey, RunReport]:
         """One ansible-playbook run over `keys` (distinct shards); a report per shard.
 
-        `forks` (default: one per shard) bounds the passes running at once inside the batch.
+        `forks` (default: one per shard) bounds the passes running at once inside the batch;
+        `observed` gives shards a snapshot to replay instead of listing.
         """
         keys = list(dict.fromkeys(keys))
         ident = artifacts.new_ident()
@@ -166,7 +186,7 @@ class PlaybookRunner:
         try:
             result = ansible_runner.run(
                 private_data_dir=str(pdd), playbook=str(self.playbook), ident=ident,
-                inventory=batch_inventory(keys), extravars={HOSTS_EXTRAVAR: BATCH_GROUP},
+                inventory=batch_inventory(keys, observed), extravars={HOSTS_EXTRAVAR: BATCH_GROUP},
                 forks=max(1, min(forks or len(keys), len(keys))),
                 envvars=self._env(), quiet=True, verbosity=self.verbosity or None, timeout=self.timeout,
                 event_handler=collector, cancel_callback=cancel, rotate_artifacts=0,
@@ -174,17 +194,11 @@ class PlaybookRunner:
             status, rc = result.status, result.rc
         finally:
             self._file_events(pdd, ident, keys)
-        ended = time.monotonic()
-        reports: dict[ShardKey, RunReport] = {}
-        for key in keys:
-            host = collector.hosts[host_name(key)]
-            host_status = host.status(status)
-            reports[key] = RunReport(
-                status=host_status, rc=0 if host_status == "successful" else rc,
-                module_result=host.module_result, failures=host.failures,
-                duration=(host.finished or ended) - started,
-                start_overhead=None if host.task_started is None else host.task_started - started, ident=ident)
-        return reports
+        return _reports(keys, collector, status, rc, started, ident)
+
+    def warm(self, forks: int, cancel: Callable[[], bool] = lambda: False, idle_timeout: float = 300.0) -> WarmRun:
+        """Start a run that waits for its batch (see `WarmRun`)."""
+        return WarmRun(self, forks, cancel, idle_timeout)
 
     def _file_events(self, pdd: Path, ident: str, keys: Sequence[ShardKey]) -> None:
         """Move each kept event into its shard's run dir, prune old runs, drop the batch's scratch dir."""
@@ -199,6 +213,106 @@ class PlaybookRunner:
         shutil.rmtree(pdd, ignore_errors=True)
         for shard in by_host.values():
             artifacts.prune_runs(shard, self.keep_artifacts)
+
+
+def _reports(keys: Sequence[ShardKey], collector: _EventCollector, status: str, rc: int | None,
+             started: float, ident: str) -> dict[ShardKey, RunReport]:
+    ended = time.monotonic()
+    reports: dict[ShardKey, RunReport] = {}
+    for key in keys:
+        host = collector.hosts[host_name(key)]
+        host_status = host.status(status)
+        reports[key] = RunReport(
+            status=host_status, rc=0 if host_status == "successful" else rc,
+            module_result=host.module_result, failures=host.failures,
+            duration=(host.finished or ended) - started,
+            start_overhead=None if host.task_started is None else host.task_started - started, ident=ident)
+    return reports
+
+
+class WarmRun:
+    """An ansible-runner run of playbooks/operator_batch.yml, started before there is work: its
+    first play waits on a FIFO for one batch (`hand`), adds one host per shard, and the reconcile
+    playbook runs on them. Idle for `idle_timeout` seconds, it ends without reconciling anything.
+    Each run takes one batch; the caller starts the next one when this one is done."""
+
+    def __init__(self, runner: PlaybookRunner, forks: int, cancel: Callable[[], bool], idle_timeout: float) -> None:
+        self.runner = runner
+        self.ident = artifacts.new_ident()
+        self.pdd = runner.root / BATCHES_DIR / self.ident
+        self.pdd.mkdir(parents=True)
+        self.fifo = self.pdd / "job"
+        os.mkfifo(self.fifo, 0o600)
+        self.collector = _EventCollector({})
+        self.handed = False
+        self._abandon = False
+        self.expires = time.monotonic() + idle_timeout - min(30.0, idle_timeout / 4)
+        extravars = {HOSTS_EXTRAVAR: BATCH_GROUP, JOB_FIFO_EXTRAVAR: str(self.fifo),
+                     "operator_job_idle_timeout": idle_timeout, "reconcile_playbook": str(runner.playbook)}
+        self.thread, self.result = ansible_runner.run_async(
+            private_data_dir=str(self.pdd), playbook=str(BATCH_PLAYBOOK), ident=self.ident, extravars=extravars,
+            forks=max(1, forks), envvars=runner._env(), quiet=True, verbosity=runner.verbosity or None,
+            timeout=int(idle_timeout + runner.timeout), event_handler=self.collector,
+            cancel_callback=lambda: self._abandon or cancel(), rotate_artifacts=0,
+            settings={"pexpect_timeout": 1})
+
+    def waiting(self) -> bool:
+        """Alive, not yet given a batch and not about to give up waiting: `hand` starts at once."""
+        return not self.handed and self.thread.is_alive() and time.monotonic() < self.expires
+
+    def _send(self, shards: list[dict[str, str]]) -> bool:
+        line = (json.dumps({"shards": shards}) + "\n").encode()
+        try:
+            fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody reads (yet, or any more)
+        except OSError:
+            return False
+        try:
+            view = memoryview(line)
+            while view:
+                try:
+                    view = view[os.write(fd, view):]
+                except BlockingIOError:
+                    time.sleep(0.001)
+        finally:
+            os.close(fd)
+        return True
+
+    def hand(self, keys: Sequence[ShardKey], observed: Mapping[ShardKey, Path] | None = None,
+             wait_reader: float = 30.0) -> dict[ShardKey, RunReport] | None:
+        """Give this run its batch and wait for it to finish; None if the run is not waiting (it
+        expired or failed to start): the caller then runs the batch another way."""
+        keys = list(dict.fromkeys(keys))
+        self.collector.hosts = {host_name(k): _HostEvents() for k in keys}
+        shards = [{"host": host_name(k), "namespace": k[0], "name": k[1],
+                   "observed": str((observed or {}).get(k) or "")} for k in keys]
+        started = time.monotonic()
+        # The run may still be starting: its job task opens the FIFO once it runs.
+        deadline = started + wait_reader
+        while not self._send(shards):
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                self.close()
+                return None
+            time.sleep(0.005)
+        self.handed = True
+        try:
+            self.thread.join()
+            status, rc = self.result.status, self.result.rc
+        finally:
+            self.runner._file_events(self.pdd, self.ident, keys)
+        return _reports(keys, self.collector, status, rc, started, self.ident)
+
+    def close(self) -> None:
+        """Give up a run that was never handed a batch: it is told there is no work (or, if it
+        does not read, cancelled) and its scratch directory goes."""
+        if not self.handed:
+            self.handed = True
+            if not self._send([]):
+                self._abandon = True
+            self.thread.join(timeout=30)
+            if self.thread.is_alive():
+                self._abandon = True
+                self.thread.join()
+        shutil.rmtree(self.pdd, ignore_errors=True)
 
 
 def _event_host(path: Path) -> str:

@@ -9,7 +9,10 @@ Semantics (the same as controller-runtime's workqueue, plus deadlines and gates)
 - a gate ("not before") holds a shard back after a failure (backoff) or an invalid spec; events
   caused by the run itself respect the gate, and only a forced add (the spec changed) lifts it;
 - a forced add is also urgent: among due shards it goes first, so what a user just changed is not
-  stuck behind a backlog of requeues and resyncs (spec change to first write stays short).
+  stuck behind a backlog of requeues and resyncs (spec change to first write stays short);
+- a background add (the periodic resync) goes last: among due shards, those queued only by a
+  resync come after every shard queued by an event, and a consumer may refuse them altogether
+  (the controller keeps one worker for event-driven work, so a full resync never occupies all).
 
 `WorkQueue` is pure: every method takes `now`. `AsyncWorkQueue` drives it on an asyncio loop.
 """
@@ -32,14 +35,21 @@ class WorkQueue:
     _processing: set[Key] = field(default_factory=set)
     _gate: dict[Key, float] = field(default_factory=dict)
     _urgent: set[Key] = field(default_factory=set)
+    _background: set[Key] = field(default_factory=set)
 
-    def add(self, key: Key, at: float, *, force: bool = False) -> None:
-        """Ask for `key` to run at `at` or earlier; `force` lifts a gate (the spec changed)."""
+    def add(self, key: Key, at: float, *, force: bool = False, background: bool = False) -> None:
+        """Ask for `key` to run at `at` or earlier; `force` lifts a gate (the spec changed);
+        `background` marks a resync, which yields to every other add."""
         if force:
             self._gate.pop(key, None)
             self._urgent.add(key)
         at = max(at, self._gate.get(key, -math.inf))
         pending = self._dirty if key in self._processing else self._due
+        if background:
+            if key not in pending:
+                self._background.add(key)
+        else:
+            self._background.discard(key)
         if at < pending.get(key, math.inf):
             pending[key] = at
 
@@ -58,15 +68,23 @@ class WorkQueue:
         batch = self.pop_batch(now, 1)
         return batch[0] if batch else None
 
-    def pop_batch(self, now: float, limit: int) -> list[Key]:
-        """Up to `limit` ready keys, urgent ones first, then earliest deadline (now marked as processing);
-        never one not due."""
+    def _rank(self, key: Key) -> int:
+        return 0 if key in self._urgent else 2 if key in self._background else 1
+
+    def _eligible(self, key: Key, background: bool) -> bool:
+        return background or key not in self._background
+
+    def pop_batch(self, now: float, limit: int, *, background: bool = True) -> list[Key]:
+        """Up to `limit` ready keys, urgent ones first, resync-only ones last, then earliest deadline
+        (now marked as processing); never one not due; no resync-only key unless `background`."""
         keys = list(self._due)
-        ready = sorted((keys[i] not in self._urgent, at, i) for i, at in enumerate(self._due.values()) if at <= now)
-        batch = [keys[i] for _normal, _at, i in ready[: max(0, limit)]]
+        ready = sorted((self._rank(keys[i]), at, i) for i, at in enumerate(self._due.values())
+                       if at <= now and self._eligible(keys[i], background))
+        batch = [keys[i] for _rank, _at, i in ready[: max(0, limit)]]
         for key in batch:
             del self._due[key]
             self._urgent.discard(key)
+            self._background.discard(key)
             self._processing.add(key)
         return batch
 
@@ -74,7 +92,7 @@ class WorkQueue:
         """The run of `key` finished; if it was marked dirty meanwhile, queue it again."""
         self._processing.discard(key)
         if key in self._dirty:
-            self.add(key, self._dirty.pop(key))
+            self.add(key, self._dirty.pop(key), background=key in self._background)
 
     def forget(self, key: Key) -> None:
         """Drop every trace of `key` (its shard is gone); a running instance finishes normally."""
@@ -82,9 +100,10 @@ class WorkQueue:
         self._dirty.pop(key, None)
         self._gate.pop(key, None)
         self._urgent.discard(key)
+        self._background.discard(key)
 
-    def next_deadline(self) -> float | None:
-        finite = [at for at in self._due.values() if at != math.inf]
+    def next_deadline(self, *, background: bool = True) -> float | None:
+        finite = [at for key, at in self._due.items() if at != math.inf and self._eligible(key, background)]
         return min(finite, default=None)
 
     def depth(self) -> int:
@@ -116,9 +135,10 @@ class AsyncWorkQueue:
     def _wake(self) -> None:
         self._changed.set()
 
-    def add(self, key: Key, delay: float | None = None, *, force: bool = False) -> None:
+    def add(self, key: Key, delay: float | None = None, *, force: bool = False, background: bool = False) -> None:
         """Queue `key` after `delay` seconds (default: the coalescing window)."""
-        self.queue.add(key, self.now() + (self.coalesce if delay is None else delay), force=force)
+        self.queue.add(key, self.now() + (self.coalesce if delay is None else delay), force=force,
+                       background=background)
         self._wake()
 
     def gate(self, key: Key, seconds: float) -> None:
@@ -142,15 +162,16 @@ class AsyncWorkQueue:
         batch = await self.get_batch(1)
         return batch[0] if batch else None
 
-    async def get_batch(self, limit: int) -> list[Key]:
+    async def get_batch(self, limit: int, *, background: bool = True) -> list[Key]:
         """Wait for a ready key, then take up to `limit` keys that are due now (never waiting for
-        more); an empty list once the queue is closed."""
+        more); an empty list once the queue is closed. `background=False` leaves resync-only keys
+        to other consumers."""
         while not self._closed:
-            batch = self.queue.pop_batch(self.now(), limit)
+            batch = self.queue.pop_batch(self.now(), limit, background=background)
             if batch:
                 return batch
             self._changed.clear()
-            deadline = self.queue.next_deadline()
+            deadline = self.queue.next_deadline(background=background)
             timeout = None if deadline is None else max(0.0, deadline - self.now())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout)

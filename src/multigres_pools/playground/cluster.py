@@ -202,7 +202,8 @@ class Cluster:
             f"--client-ca-file={p.ca_cert}",
             f"--service-account-key-file={p.sa_public}", f"--service-account-signing-key-file={p.sa_private}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--service-cluster-ip-range=10.96.0.0/24",
+            # Room for a fleet: every shard has a ClusterIP Service (bench.operator_loop makes 550).
+            "--service-cluster-ip-range=10.96.0.0/20",
             "--authorization-mode=RBAC",
             "--allow-privileged=true",
             # The ServiceAccount admission plugin rejects pods until the controller has created the

@@ -37,9 +37,9 @@ def test_scheduling_by_outcome(tmp_path: Path, batch_size: int) -> None:
                          report_invalid=lambda ns, name, msg: reported.append((ns, name, msg)))
         original = ctl.reconcile_batch
 
-        async def recording(keys, forks=None):  # type: ignore[no-untyped-def]
+        async def recording(keys, forks=None, warm=None):  # type: ignore[no-untyped-def]
             batches.append([k[1] for k in keys])
-            outcomes = await original(keys, forks)
+            outcomes = await original(keys, forks, warm)
             runs.extend((key[1], outcome.result) for key, outcome in outcomes.items())
             return outcomes
 

@@ -176,3 +176,44 @@ def test_spec_change_during_a_run_stays_urgent_for_the_next_run() -> None:
     q.add("changed", at=2.0, force=True)  # arrives while it runs: marked dirty, and urgent
     q.done("changed")
     assert q.pop(now=3.0) == "changed"
+
+
+def test_a_resync_never_goes_before_an_event_and_can_be_refused() -> None:
+    q = WorkQueue()
+    resync = [("ns", f"r{i}") for i in range(500)]
+    for key in resync:
+        q.add(key, at=0.0, background=True)
+    q.add(A, at=1.0)  # a real event, queued after the whole resync and due later
+    assert q.pop_batch(now=2.0, limit=1) == [A]
+    # A consumer that refuses background work sees nothing to do, and no deadline to wake for.
+    assert q.pop_batch(now=2.0, limit=10, background=False) == []
+    assert q.next_deadline(background=False) is None
+    assert len(q.pop_batch(now=2.0, limit=10)) == 10
+
+
+def test_an_event_on_a_resync_only_key_promotes_it() -> None:
+    q = WorkQueue()
+    q.add(A, at=0.0, background=True)
+    q.add(B, at=0.5, background=True)
+    q.add(B, at=5.0)  # an event on B: it is no longer background work; its deadline stays the earlier
+    assert q.pop_batch(now=1.0, limit=5, background=False) == [B]
+    assert q.pop_batch(now=1.0, limit=5) == [A]
+
+
+def test_background_is_kept_for_a_dirty_key_and_lost_by_an_event() -> None:
+    q = WorkQueue()
+    q.add(A, at=0.0)
+    assert q.pop(now=0) == A
+    q.add(A, at=1.0, background=True)  # a resync while it runs
+    q.done(A)
+    assert q.pop_batch(now=2.0, limit=1, background=False) == []
+    q.add(A, at=1.0)
+    assert q.pop_batch(now=2.0, limit=1, background=False) == [A]
+
+
+def test_urgent_beats_normal_beats_background() -> None:
+    q = WorkQueue()
+    q.add(("ns", "bg"), at=0.0, background=True)
+    q.add(("ns", "ev"), at=0.1)
+    q.add(("ns", "spec"), at=0.2, force=True)
+    assert q.pop_batch(now=1.0, limit=3) == [("ns", "spec"), ("ns", "ev"), ("ns", "bg")]

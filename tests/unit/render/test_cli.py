@@ -161,8 +161,10 @@ def test_rbac_justifies_every_rule_and_grants_no_wildcards():
             assert "*" not in rule["verbs"] and "*" not in rule["resources"], (name, rule)
     secrets = [r for r in yaml.safe_load(bundle.files()["operator-clusterrole.yaml"])["rules"]
                if "secrets" in r["resources"]]
-    # Generated pgBackRest TLS needs these four; never delete, watch or update on Secrets.
-    assert secrets == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "create", "patch"]}]
+    # Generated pgBackRest TLS needs get/list/create/patch; the operator's cache watches Secret
+    # metadata (watch reaches nothing list does not already reach). Never delete or update Secrets.
+    assert secrets == [{"apiGroups": [""], "resources": ["secrets"],
+                        "verbs": ["get", "list", "watch", "create", "patch"]}]
 
 
 def test_agent_and_operator_subcommands_delegate(monkeypatch):
