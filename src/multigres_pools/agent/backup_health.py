@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from ..dataplane.base import Backup, DataPlaneError, RefusalReason
 from . import podinfo
@@ -33,7 +33,7 @@ def newest_complete(backups: list[Backup]) -> tuple[Backup, datetime] | None:
 
 def evaluate(backups: list[Backup], now: datetime, stale_after_s: float) -> dict[str, Any]:
     """The verdict published as JSON in ANN_BACKUP_HEALTH (camelCase, like CR status fields)."""
-    verdict: dict[str, Any] = {"healthy": False, "checkedAt": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    verdict: dict[str, Any] = {"healthy": False, "checkedAt": facts.format_time(now)}
     if not backups:
         return {**verdict, "reason": "BackupStale", "message": "No backups found"}
     newest = newest_complete(backups)
@@ -45,7 +45,7 @@ def evaluate(backups: list[Backup], now: datetime, stale_after_s: float) -> dict
     verdict.update({
         "healthy": healthy,
         "reason": "BackupRecent" if healthy else "BackupStale",
-        "lastBackupTime": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "lastBackupTime": facts.format_time(when),
         "lastBackupType": backup.type,
         "lastBackupId": backup.backup_id,
         "message": (f"Last {backup.type} backup completed {age_h:.1f}h ago" if healthy else

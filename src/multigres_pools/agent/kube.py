@@ -10,7 +10,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import events, keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils import events, facts, keys, labels
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -22,8 +22,7 @@ MERGE = "application/merge-patch+json"
 
 
 def now_rfc3339(ts: float | None = None) -> str:
-    moment = datetime.fromtimestamp(ts, UTC) if ts is not None else datetime.now(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return facts.format_time(datetime.fromtimestamp(ts, UTC) if ts is not None else datetime.now(UTC))
 
 
 class Conflict(Exception):

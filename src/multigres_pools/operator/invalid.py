@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, status
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, status
 
 
 class InvalidSpecReporter:
@@ -23,7 +23,7 @@ class InvalidSpecReporter:
         obj = self.api.get_namespaced_custom_object(*args)
         meta = obj.get("metadata", {})
         previous = obj.get("status") or {}
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = facts.format_time(dt.datetime.now(dt.UTC))
         new = status.refused(previous, [message], meta.get("generation"), now)
         if not status.changed(previous, new):
             return

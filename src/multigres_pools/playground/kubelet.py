@@ -13,14 +13,14 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import events
+from ansible_collections.multigres.pools.plugins.module_utils import events, facts
 from kubernetes import client
 
 Manifest = dict[str, Any]
 
 
 def now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return facts.format_time(dt.datetime.now(dt.UTC))
 
 
 def pod_conditions(values: Mapping[str, bool], previous: list[Manifest] | None = None) -> list[Manifest]:
