@@ -116,11 +116,12 @@ def plan_infra(ctx: Context) -> list[Action]:
         wants_owner = bool(owner) and bool(want["metadata"].get("ownerReferences"))
         if diff is None and owner and wants_owner and not has_owner_ref(live, owner):
             diff = "metadata.ownerReferences"
-        if diff:
-            out.append(actions.apply(want, f"update {kind} {name}: {diff} differs from desired", Phase.INFRA))
-        elif kind == "ConfigMap" and (dropped := dropped_config_keys(live, want)):
+        dropped = dropped_config_keys(live, want) if kind == "ConfigMap" else []
+        if dropped:
             out.append(actions.apply(want, f"update {kind} {name}: drop data keys no longer rendered: "
                                            f"{', '.join(dropped)}", Phase.INFRA))
+        elif diff:
+            out.append(actions.apply(want, f"update {kind} {name}: {diff} differs from desired", Phase.INFRA))
         if kind == "PersistentVolumeClaim" and owner and not wants_owner and has_owner_ref(live, owner):
             out.append(actions.patch(live, owner_refs_patch(live, owner, keep=False),
                                      f"PVC {name}: owner reference removed, outlives the shard "
