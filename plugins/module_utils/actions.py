@@ -16,6 +16,7 @@ class Verb(StrEnum):
     PATCH = "patch"  # JSON merge patch `body`, refused by the server if `resource_version` moved on
     UNFINALIZE = "unfinalize"  # remove the finalizer named in `body["finalizer"]`
     DELETE = "delete"  # with uid and resourceVersion preconditions
+    PRUNE = "prune"  # a delete of a shared object that left the desired set (same preconditions)
     EVENT = "event"  # record a Kubernetes Event on the object
     GENERATE_TLS = "generate-tls"  # create the CA Secret if missing, (re)issue the certificate Secret
     GENERATE_PASSWORD = "generate-password"  # create the superuser password Secret (never rewritten)
@@ -54,6 +55,8 @@ class Action:
     def describe(self) -> str:
         if self.verb is Verb.EVENT:
             return f"event {self.event_type} {self.event_reason} on {self.kind} {self.name}: {self.reason}"
+        if self.verb is Verb.PRUNE:
+            return f"prune {self.kind}/{self.name}: {self.reason}"
         return f"{self.verb} {self.kind} {self.name}: {self.reason}"
 
     def as_dict(self) -> dict[str, Any]:
@@ -85,6 +88,13 @@ def delete(live: Manifest, reason: str, phase: Phase) -> Action:
     md = live["metadata"]
     return Action(Verb.DELETE, live["kind"], md["name"], reason, phase, live.get("apiVersion", "v1"), None,
                   md.get("uid"), md.get("resourceVersion"))
+
+
+def prune(live: Manifest, reason: str) -> Action:
+    """Delete a shared object the shard owns but no longer renders (plan_infra.plan_prune)."""
+    md = live["metadata"]
+    return Action(Verb.PRUNE, live["kind"], md["name"], reason, Phase.DELETE_OTHER, live.get("apiVersion", "v1"),
+                  None, md.get("uid"), md.get("resourceVersion"))
 
 
 def generate_tls(gen: GeneratedTLS, owner: Manifest | None, reason: str) -> Action:

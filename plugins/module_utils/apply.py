@@ -88,7 +88,7 @@ class Applier:
                 body.setdefault("metadata", {})["resourceVersion"] = action.resource_version
             return "done", "", client.merge_patch(action.api_version, action.kind, ns, action.name, body,
                                                   field_manager=keys.FIELD_MANAGER, dry_run=dry)
-        if action.verb is Verb.DELETE:
+        if action.verb in (Verb.DELETE, Verb.PRUNE):
             after = client.delete(action.api_version, action.kind, ns, action.name, uid=action.uid,
                                   resource_version=action.resource_version, dry_run=dry)
             return ("done" if after is not None else "gone"), "", after

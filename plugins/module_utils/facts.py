@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from . import keys
+from . import drain_annotations, keys
 
 Manifest = dict[str, Any]
 
@@ -101,17 +101,20 @@ class PodFacts:
     ready: bool
     terminal: bool
     terminating: bool
-    drain_state: str | None
+    drain_state: keys.DrainState | None
     drain_reason: str | None
     role: str | None
     spec_hash: str | None
     switchover: str | None
     has_finalizer: bool
     crashlooping: bool
+    # A drain-state value that is no DrainState: reported, and the pod is left alone (no drain).
+    drain_unknown: str | None = None
 
     @classmethod
     def of(cls, obj: Manifest, index: int) -> PodFacts:
         ann = annotations(obj)
+        drain = drain_annotations.read_state(ann)
         return cls(
             obj=obj,
             name=name(obj),
@@ -121,13 +124,14 @@ class PodFacts:
             ready=condition_true(obj, "Ready"),
             terminal=(obj.get("status") or {}).get("phase") in TERMINAL_PHASES,
             terminating=is_terminating(obj),
-            drain_state=ann.get(keys.ANN_DRAIN_STATE) or None,
+            drain_state=drain.state,
             drain_reason=ann.get(keys.ANN_DRAIN_REASON) or None,
             role=labels(obj).get(keys.LABEL_ROLE) or None,
             spec_hash=ann.get(keys.ANN_SPEC_HASH),
             switchover=ann.get(keys.ANN_SWITCHOVER) or None,
             has_finalizer=keys.FINALIZER_POD in finalizers(obj),
             crashlooping=crashlooping(obj),
+            drain_unknown=drain.unknown,
         )
 
     @property

@@ -83,6 +83,8 @@ ANN_DRAIN_BLOCKED = "drain.multigres.com/blocked-reason"
 ANN_DRAIN_STATE_SINCE = "drain.multigres.com/state-since"
 # Set by a human to force the current drain step; value is the state being forced past.
 ANN_DRAIN_FORCE = "drain.multigres.com/force"
+# Written by the agent when it forced a step: `<state>@<time>`, comma-separated (drain_annotations.py).
+ANN_DRAIN_FORCED = "drain.multigres.com/forced"
 # Written by the agent before it makes a standby refuse cohort membership (Multigres v0.1.0
 # StopReplication); if the drain is then cancelled, the agent undoes it and removes this.
 ANN_DRAIN_INELIGIBLE = "drain.multigres.com/made-ineligible"
@@ -92,6 +94,10 @@ ANN_SWITCHOVER = "pools.multigres.com/switchover"
 ANN_BACKUP_HEALTH = "pools.multigres.com/backup-health"
 ANN_TOPOLOGY_CLEANUP = "pools.multigres.com/topology-cleanup"
 ANN_TOPOLOGY_CLEANUP_REQUESTED_AT = "pools.multigres.com/topology-cleanup-requested-at"
+
+# On the ConfigMaps the engine writes: the data keys it applied (sorted, comma-separated). A key listed
+# here that the engine no longer renders is dropped by the next apply; keys others added stay.
+ANN_CONFIG_KEYS = "pools.multigres.com/config-keys"
 
 # On the generated pgBackRest TLS Secret: fingerprint of the names it was issued for.
 ANN_TLS_FINGERPRINT = "pools.multigres.com/tls-fingerprint"

@@ -85,8 +85,8 @@ class NetworkPolicySettings(SpecModel):
     """The shard's NetworkPolicy (docs/api.md, "Security"): it isolates every pod of the shard for
     ingress and admits only the ports the pool needs, from the pods that need them."""
 
-    enabled: bool = Field(True, description="Render the NetworkPolicy. Turning it off later leaves the "
-                                            "live one in place; delete it by hand.")
+    enabled: bool = Field(True, description="Render the NetworkPolicy. Turning it off later deletes the "
+                                            "one this shard made (pruning, docs/architecture.md).")
     agent: NetworkPeer = Field(
         _AGENT_PEER,
         description="The multigres-pools agent, which dials every multipooler's gRPC port. Default: the "

@@ -106,7 +106,7 @@ def with_writes(observed: Observed, writes: Iterable[tuple[str, str, str, Manife
             obj_kind = (obj or {}).get("kind", kind)
             obj_name = ((obj or {}).get("metadata") or {}).get("name", name)
             pool = pools.setdefault(obj_kind, {})
-            if verb == "delete" and _gone(obj, obj_kind):
+            if verb in ("delete", "prune") and _gone(obj, obj_kind):
                 pool.pop(obj_name, None)
             elif obj:
                 pool[obj_name] = obj

@@ -19,7 +19,7 @@ from .desired import Desired
 from .observe import Observed
 from .plan_context import REQUEUE_DRAIN, Context, PoolView, pool_views
 from .plan_delete import CLEANUP_TIMEOUT, plan_delete
-from .plan_infra import plan_generated_password, plan_generated_tls, plan_infra
+from .plan_infra import plan_generated_password, plan_generated_tls, plan_infra, plan_prune
 from .plan_pool import PoolOutcome, plan_pool
 from .plan_rolling import RollingOutcome, plan_rolling
 
@@ -39,11 +39,17 @@ class Plan:
     def blocked(self) -> list[str]:
         return [p.blocked for p in self.pools if p.blocked]
 
+    @property
+    def unknown_drains(self) -> list[str]:
+        """Pods left alone because their drain-state annotation holds no known state."""
+        return [m for p in self.pools for m in p.unknown_drains]
+
     def lines(self) -> list[str]:
         """The plan as text, for --diff and logs."""
         out = [f"error: {e}" for e in self.errors]
         out += [a.describe() for a in self.actions]
         out += [f"waiting: {w}" for w in self.waiting]
+        out += [f"warning: {w}" for w in self.unknown_drains]
         return out or ["nothing to do"]
 
 
@@ -108,7 +114,8 @@ def plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: bool
     errors = validate_live(desired, observed, views)
     if errors:
         return Plan(errors=errors)
-    found = _shard_finalizer(ctx) + plan_infra(ctx) + plan_generated_tls(ctx) + plan_generated_password(ctx)
+    found = (_shard_finalizer(ctx) + plan_infra(ctx) + plan_generated_tls(ctx) + plan_generated_password(ctx)
+             + plan_prune(ctx))
     outcomes = [plan_pool(ctx, view) for view in views]
     for outcome in outcomes:
         found += outcome.actions

@@ -7,7 +7,7 @@ draining → acknowledged → ready-for-deletion, unregistering it from the topo
 
 from __future__ import annotations
 
-from . import actions, facts, keys
+from . import actions, drain_annotations, facts, keys
 from .actions import Action, Phase
 from .facts import PodFacts
 from .plan_context import Context, PoolView
@@ -89,8 +89,9 @@ def cancel_reason(view: PoolView, pod: PodFacts) -> str | None:
 
 
 def cancel_drain(ctx: Context, pod: PodFacts, why: str) -> list[Action]:
-    body = {"metadata": {"annotations": dict.fromkeys(
-        (keys.ANN_DRAIN_STATE, keys.ANN_DRAIN_REQUESTED_AT, keys.ANN_DRAIN_REASON, keys.ANN_SWITCHOVER))}}
+    """Every annotation the drain left goes with it (the agent's blocked-reason, state-since, a force
+    not yet used); only made-ineligible stays, for the agent to undo (drain_annotations.CANCEL_CLEARS)."""
+    body = {"metadata": {"annotations": dict.fromkeys(drain_annotations.CANCEL_CLEARS)}}
     text = f"cancel drain of pod {pod.name}: {why}"
     return [actions.patch(pod.obj, body, text, Phase.ANNOTATE), ctx.event(pod.obj, "Normal", "DrainCancelled", text)]
 

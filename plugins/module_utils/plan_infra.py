@@ -1,14 +1,23 @@
 """Shared infrastructure: everything but pool pods and data PVCs (headless Services, PDBs,
 ConfigMaps, backup PVCs, MultiOrch, TLS material). Always present, applied only when the live
-object differs (seed 000 "Resource Topology", "Pod Disruption Budgets")."""
+object differs (seed 000 "Resource Topology", "Pod Disruption Budgets").
+
+Pruning (docs/architecture.md, "Pruning"): a Service, PDB, ConfigMap, Deployment or NetworkPolicy that
+left the desired set is deleted when the shard owns it — our ownerReference to the MultigresShard
+(its uid) and the shard and managed-by labels. Never a PVC, never a Secret (generated ones go with the
+shard through their ownerReference), never an object without our ownerReference, and nothing when
+no MultigresShard drives the pass. ConfigMap keys the engine applied and no longer renders are
+dropped by server-side apply (the engine's field manager stops owning them); their names are kept in
+ANN_CONFIG_KEYS because the operator's caches do not keep managedFields."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import actions, compare, facts, keys
+from . import actions, compare, facts, keys, labels
 from .actions import Action, Phase
 from .desired import Desired, PVCPolicy
+from .observe import INFRA_KINDS
 from .plan_context import Context, has_owner_ref, owner_refs_patch
 
 Manifest = dict[str, Any]
@@ -26,7 +35,39 @@ def infra_manifest(ctx: Context, obj: Manifest) -> Manifest:
     """Every shared object is owned by the shard CR, except a PVC the renderer left unowned
     (the backup PVC follows whenDeleted)."""
     owned = obj["kind"] != "PersistentVolumeClaim" or bool(facts.meta(obj).get("ownerReferences"))
-    return ctx.owned(obj, owner=owned)
+    out = ctx.owned(obj, owner=owned)
+    if out["kind"] == "ConfigMap":
+        out["metadata"].setdefault("annotations", {})[keys.ANN_CONFIG_KEYS] = ",".join(sorted(out.get("data") or {}))
+    return out
+
+
+def dropped_config_keys(live: Manifest, want: Manifest) -> list[str]:
+    """Data keys the engine applied to `live` (ANN_CONFIG_KEYS) that `want` no longer has; keys
+    someone else added are not ours to drop."""
+    recorded = facts.annotations(live).get(keys.ANN_CONFIG_KEYS) or ""
+    ours = {k for k in recorded.split(",") if k}
+    return sorted((ours & set(live.get("data") or {})) - set(want.get("data") or {}))
+
+
+def prunable(obj: Manifest, owner: Manifest, shard_labels: dict[str, str]) -> bool:
+    """The shard owns it: our ownerReference to this MultigresShard plus its shard and managed-by labels."""
+    lab = facts.labels(obj)
+    return (has_owner_ref(obj, owner) and lab.get(keys.LABEL_APP_MANAGED_BY) == keys.MANAGED_BY
+            and all(lab.get(k) == v for k, v in shard_labels.items()) and not facts.is_terminating(obj))
+
+
+def plan_prune(ctx: Context) -> list[Action]:
+    owner = ctx.owner
+    if owner is None:
+        return []  # driven from vars: nothing proves an object is ours rather than a user's
+    wanted = {(o["kind"], o["metadata"]["name"]) for o in ctx.desired.objects}
+    shard_labels = labels.shard_selector(ctx.desired.shard)
+    out = []
+    for _, kind in INFRA_KINDS:
+        for obj in sorted(ctx.observed.others.get(kind, ()), key=facts.name):
+            if (kind, facts.name(obj)) not in wanted and prunable(obj, owner, shard_labels):
+                out.append(actions.prune(obj, "owned by this shard and no longer rendered"))
+    return out
 
 
 def _without_owner(obj: Manifest) -> Manifest:
@@ -75,7 +116,11 @@ def plan_infra(ctx: Context) -> list[Action]:
         wants_owner = bool(owner) and bool(want["metadata"].get("ownerReferences"))
         if diff is None and owner and wants_owner and not has_owner_ref(live, owner):
             diff = "metadata.ownerReferences"
-        if diff:
+        dropped = dropped_config_keys(live, want) if kind == "ConfigMap" else []
+        if dropped:
+            out.append(actions.apply(want, f"update {kind} {name}: drop data keys no longer rendered: "
+                                           f"{', '.join(dropped)}", Phase.INFRA))
+        elif diff:
             out.append(actions.apply(want, f"update {kind} {name}: {diff} differs from desired", Phase.INFRA))
         if kind == "PersistentVolumeClaim" and owner and not wants_owner and has_owner_ref(live, owner):
             out.append(actions.patch(live, owner_refs_patch(live, owner, keep=False),

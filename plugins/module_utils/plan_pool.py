@@ -16,7 +16,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import actions, compare, facts, keys, quantity
+from . import actions, compare, drain_annotations, facts, keys, quantity
 from .actions import Action, Phase
 from .desired import PVCPolicy
 from .facts import PodFacts
@@ -42,6 +42,8 @@ class PoolOutcome:
     blocked: str | None = None  # why a wanted scale-down drain is held back (health gate)
     requeue_after: float = 0.0
     busy: bool = False  # pods are changing in this pool: rolling updates wait
+    # Pods left alone for an unknown drain-state value (drain_annotations.unknown_state_message).
+    unknown_drains: list[str] = field(default_factory=list)
 
     def wait(self, why: str, after: float) -> None:
         self.waiting.append(why)
@@ -79,6 +81,8 @@ class PoolPlanner:
         self.creating: set[int] = set()
 
     def plan(self) -> PoolOutcome:
+        self.out.unknown_drains = [drain_annotations.unknown_state_message(p.name, p.drain_unknown)
+                                   for p in self.view.ordered() if p.drain_unknown]
         self._terminal()
         self._drain_progress()
         self._pvc_sync()
@@ -205,7 +209,8 @@ class PoolPlanner:
         if self.view.draining() or self.view.cancelled:
             return
         for pod in self.view.ordered():
-            if pod.terminating and pod.has_finalizer and not pod.in_drain:
+            # A pod with an unknown drain state is left alone; the agent's finalizer path unregisters it.
+            if pod.terminating and pod.has_finalizer and not pod.in_drain and not pod.drain_unknown:
                 # Seed 000: a pod deleted from outside enters the drain so its pooler is unregistered.
                 reason = keys.DrainReason.DRAINED_DISCARD if pod.is_drained else keys.DrainReason.EXTERNAL_DELETION
                 self.out.add(request_drain(self.ctx, pod, reason, "deleted from outside"))
@@ -214,7 +219,7 @@ class PoolPlanner:
                 self.out.busy = True
                 return
         members = self.view.members()
-        candidates = [p for p in members if not p.terminating and not p.in_drain]
+        candidates = [p for p in members if not p.terminating and not p.in_drain and not p.drain_unknown]
         if len(members) > self.dp.replicas and candidates:
             self._scale_down(members, candidates)
             return

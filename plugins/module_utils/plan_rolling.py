@@ -53,8 +53,14 @@ def plan_rolling(ctx: Context, outcomes: list[PoolOutcome]) -> RollingOutcome:
     if busy:
         result.waiting = f"rolling update ({result.progress}) waits for pools to settle: {', '.join(busy)}"
         return result
-    replicas = [(v, p) for v, p in drifted if not p.is_primary]
-    view, victim = replicas[0] if replicas else drifted[0]
+    # A pod with an unknown drain-state value is left alone (reported in status), never restarted.
+    drainable = [(v, p) for v, p in drifted if not p.drain_unknown]
+    if not drainable:
+        result.waiting = (f"rolling update ({result.progress}) waits: pods with an unknown drain state are left "
+                          f"alone: {', '.join(p.name for _, p in drifted)}")
+        return result
+    replicas = [(v, p) for v, p in drainable if not p.is_primary]
+    view, victim = replicas[0] if replicas else drainable[0]
     why = f"spec-hash {victim.spec_hash} != {view.dp.spec_hash} ({result.progress}" + (
         ", replicas first)" if replicas else ", primary last)")
     result.actions = restart(ctx, victim, keys.DrainReason.ROLLING_UPDATE, why)

@@ -137,7 +137,7 @@ def _diffs(observed: observe.Observed, outcomes: list[Outcome], lines: list[str]
             continue
         before = _clean(observed.find(action.kind, action.name) or (observed.cr if action.kind == keys.SHARD_KIND
                                                                     else None))
-        after = {} if action.verb == "delete" else _clean(outcome.after)
+        after = {} if action.verb in ("delete", "prune") else _clean(outcome.after)
         out.append({"before_header": f"{action.kind}/{action.name}", "after_header": f"{action.kind}/{action.name}",
                     "before": yaml.safe_dump(before, sort_keys=True) if before else "",
                     "after": yaml.safe_dump(after, sort_keys=True) if after else ""})

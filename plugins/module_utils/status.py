@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import facts, keys
+from . import drain_annotations, facts, keys
 from .actions import Action, event
 from .desired import Desired
 from .observe import Observed
@@ -37,7 +37,7 @@ def _pool_pods(observed: Observed) -> list[Manifest]:
 def _counts_ready(pod: Manifest) -> bool:
     """Seed 000: terminating and draining pods are excluded from ready counts."""
     return (facts.condition_true(pod, "Ready") and not facts.is_terminating(pod)
-            and keys.ANN_DRAIN_STATE not in facts.annotations(pod))
+            and not drain_annotations.read_state(facts.annotations(pod)).active)
 
 
 def _orch_ready(observed: Observed) -> bool:
@@ -78,6 +78,8 @@ def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
 
 
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
+# False while a pod's drain-state annotation holds an unknown value (drain_annotations.py).
+DRAIN_ANNOTATIONS_VALID = "DrainAnnotationsValid"
 
 
 def _refusal_conditions(errors: list[str]) -> list[Manifest]:
@@ -142,6 +144,8 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         _condition("ScaleDownBlocked", bool(result.blocked), "HealthGate" if result.blocked else "NotBlocked",
                    "; ".join(result.blocked)),
         verdict["ConfigurationValid"],
+        _condition(DRAIN_ANNOTATIONS_VALID, not result.unknown_drains,
+                   "UnknownDrainState" if result.unknown_drains else "Valid", "; ".join(result.unknown_drains)),
     ]
     backup, backup_fields = _backup_condition(observed.cr)
     if backup:
@@ -194,4 +198,7 @@ def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> lis
     available = now["Available"]
     if available["reason"] == "PoolEmpty" and (before.get("Available") or {}).get("message") != available["message"]:
         out.append(event(cr, "Warning", "PoolEmpty", available["message"]))
+    drains, was = now.get(DRAIN_ANNOTATIONS_VALID) or {}, before.get(DRAIN_ANNOTATIONS_VALID) or {}
+    if drains.get("status") == "False" and was.get("message") != drains["message"]:
+        out.append(event(cr, "Warning", "UnknownDrainState", drains["message"]))
     return out

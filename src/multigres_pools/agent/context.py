@@ -50,6 +50,8 @@ class Context:
     before_effect: Callable[[str], None] | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("multigres_pools.agent"))
     stalled: set[tuple[str, str]] = field(default_factory=set)
+    # (namespace, pod) -> the unknown drain-state value already reported, so it is reported once.
+    unknown_drains: dict[tuple[str, str], str] = field(default_factory=dict)
     # Builds the adapter for a Multigres version a MultigresShard declares (spec.multigres.version)
     # when it is not `dataplane`'s; None = every shard is served by `dataplane`.
     plane_factory: Callable[[keys.MultigresVersion], DataPlane] | None = None

@@ -16,7 +16,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import keys, label
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
 from . import backup_health, podinfo, roles, topology
 from .context import Context, Obj, ShardView
-from .drain_runner import finalize, restore_eligibility, run_drain
+from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
 from .kube import Conflict
 
 _SHARD_LABELS = (keys.LABEL_CLUSTER, keys.LABEL_DATABASE, keys.LABEL_TABLEGROUP, keys.LABEL_SHARD)
@@ -160,10 +160,15 @@ class Agent:
         ctx = self.ctx
         touched = False
         for pod in view.pods:
+            reading = podinfo.drain_reading(pod)
+            if reading.unknown is None:
+                ctx.unknown_drains.pop((view.namespace, podinfo.name(pod)), None)
             try:
                 if podinfo.deleting(pod) and podinfo.has_finalizer(pod, keys.FINALIZER_POD):
                     finalize(ctx, view, pod)
                     touched = True
+                elif reading.unknown is not None:
+                    report_unknown_state(ctx, view, pod, reading.unknown)  # left alone, others go on
                 elif podinfo.drain_state(pod) not in (None, keys.DrainState.READY_FOR_DELETION):
                     run_drain(ctx, view, pod)
                     touched = True
@@ -172,6 +177,9 @@ class Agent:
                     touched = run_drain(ctx, view, pod) is not keys.DrainState.READY_FOR_DELETION or touched
                 elif podinfo.drain_state(pod) is None and podinfo.annotations(pod).get(keys.ANN_DRAIN_INELIGIBLE):
                     restore_eligibility(ctx, view, pod)  # a drain was cancelled after its standby left
+                    touched = True
+                elif podinfo.drain_state(pod) is None and keys.ANN_DRAIN_FORCE in podinfo.annotations(pod):
+                    discard_force(ctx, view, pod, f"{keys.ANN_DRAIN_FORCE} is set but the pod has no drain")
                     touched = True
             except Conflict as exc:
                 # Someone (the engine) changed the pod since we read it: decide again on the next pass.

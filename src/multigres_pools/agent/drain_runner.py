@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations, keys
 from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
 
 from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, RefusalReason
@@ -36,12 +36,35 @@ def _parse_time(text: str | None) -> float | None:
         return None
 
 
-def _force(pod: Obj) -> DrainState | None:
-    value = podinfo.annotations(pod).get(keys.ANN_DRAIN_FORCE)
-    try:
-        return DrainState(value) if value else None
-    except ValueError:
-        return None
+def _force(ctx: Context, view: ShardView, pod: Obj, state: DrainState | None) -> tuple[Obj, DrainState | None]:
+    """The state a force annotation lets this pass step past; a stale one is removed and reported."""
+    force = drain_annotations.read_force(podinfo.annotations(pod), state)
+    if force.stale is None:
+        return pod, force.target
+    return discard_force(ctx, view, pod, force.stale), None
+
+
+def discard_force(ctx: Context, view: ShardView, pod: Obj, why: str) -> Obj:
+    """Force is one-shot: an annotation that no step can use now is removed, never kept for later."""
+    name = podinfo.name(pod)
+    ctx.effect("write:force-discarded")
+    updated = ctx.kube.patch_pod_meta(pod, annotations={keys.ANN_DRAIN_FORCE: None}, precondition=True)
+    ctx.log.warning("stale force annotation removed", extra={"pod": name, "detail": why})
+    for target in view.event_targets(pod):
+        ctx.kube.event(target, "DrainForceDiscarded", f"{name}: {why}; removed, nothing was forced", warning=True)
+    return updated or pod
+
+
+def report_unknown_state(ctx: Context, view: ShardView, pod: Obj, value: str) -> None:
+    """An unknown drain-state value is left alone (no step, no restore) and reported once per value."""
+    key = (view.namespace, podinfo.name(pod))
+    if ctx.unknown_drains.get(key) == value:
+        return
+    ctx.unknown_drains[key] = value
+    text = drain_annotations.unknown_state_message(podinfo.name(pod), value)
+    ctx.log.warning("unknown drain state", extra={"pod": key[1], "value": value})
+    for target in view.event_targets(pod):
+        ctx.kube.event(target, "UnknownDrainState", text, warning=True)
 
 
 def primary_guard(view: ShardView, pod: Obj) -> Guard:
@@ -168,8 +191,12 @@ def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: De
         keys.ANN_DRAIN_STATE_SINCE: now_rfc3339(now),
         keys.ANN_DRAIN_BLOCKED: None,
     }
+    before = podinfo.annotations(pod)
+    if d.forced or before.get(keys.ANN_DRAIN_FORCE) == old.value:
+        ann[keys.ANN_DRAIN_FORCE] = None  # one-shot: used up when its state is left, forced or not
     if d.forced:
-        ann[keys.ANN_DRAIN_FORCE] = None  # one forced step per annotation, never a standing override
+        ann[keys.ANN_DRAIN_FORCED] = drain_annotations.forced_record(before.get(keys.ANN_DRAIN_FORCED), old,
+                                                                     now_rfc3339(now))
     ctx.effect(f"write:{d.state.value}")
     # The resourceVersion precondition stops us from reviving a drain the engine just cancelled.
     updated = ctx.kube.patch_pod_meta(pod, annotations=ann, precondition=True)
@@ -243,8 +270,8 @@ def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:
     elif view.poolers is None:
         _block(ctx, view, pod, state, view.topology_reason, view.topology_error)
         return state
-    facts = Facts(is_primary=view.is_primary(pod), force=_force(pod),
-                  by_eligibility=_plane(view).supports_eligibility)
+    pod, force = _force(ctx, view, pod, state)
+    facts = Facts(is_primary=view.is_primary(pod), force=force, by_eligibility=_plane(view).supports_eligibility)
     if facts.is_primary and state is DrainState.REQUESTED and not podinfo.annotations(pod).get(keys.ANN_DRAIN_BLOCKED):
         for target in view.event_targets(pod):
             ctx.kube.event(target, "PrimaryDrain", f"{podinfo.name(pod)} is the PRIMARY: Multigres "

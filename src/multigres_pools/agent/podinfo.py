@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations, facts, keys, naming
 
 from ..dataplane.base import BackupLocationKind, DatabaseRegistration, PoolerId, ShardTopology
 
@@ -32,12 +32,14 @@ def has_finalizer(obj: Obj, finalizer: str) -> bool:
     return finalizer in facts.finalizers(obj)  # type: ignore[arg-type]
 
 
+def drain_reading(pod: Obj) -> drain_annotations.DrainReading:
+    """The engine's reader (module_utils/drain_annotations.py): one rule for both sides."""
+    return drain_annotations.read_state(annotations(pod))
+
+
 def drain_state(pod: Obj) -> keys.DrainState | None:
-    value = annotations(pod).get(keys.ANN_DRAIN_STATE)
-    try:
-        return keys.DrainState(value) if value else None
-    except ValueError:
-        return None
+    """The known drain state; None for no drain and for an unknown value (which is left alone)."""
+    return drain_reading(pod).state
 
 
 def containers_ready(pod: Obj) -> bool:
