@@ -152,9 +152,10 @@ def shard_crd() -> dict[str, Any]:
                     "description": "A Multigres shard whose pool pods are managed without StatefulSets.",
                     "required": ["spec"],
                     "properties": {
-                        "apiVersion": {"type": "string"},
-                        "kind": {"type": "string"},
-                        "metadata": {"type": "object"},
+                        "apiVersion": {"type": "string", "description": f"{keys.API_GROUP_VERSION}."},
+                        "kind": {"type": "string", "description": f"{keys.SHARD_KIND}."},
+                        "metadata": {"type": "object", "description": "Standard object metadata: name, "
+                                     "namespace, labels, annotations."},
                         "spec": spec_schema,
                         "status": status_schema,
                     },
