@@ -49,7 +49,8 @@ class Context:
     # deletes). Tests use it to crash the agent between any two of them.
     before_effect: Callable[[str], None] | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("multigres_pools.agent"))
-    stalled: set[tuple[str, str]] = field(default_factory=set)
+    # (namespace, pod) of every drain stalled past the threshold -> its (namespace, shard) metric labels.
+    stalled: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     # Builds the adapter for a Multigres version a MultigresShard declares (spec.multigres.version)
     # when it is not `dataplane`'s; None = every shard is served by `dataplane`.
     plane_factory: Callable[[keys.MultigresVersion], DataPlane] | None = None
