@@ -1,4 +1,5 @@
-"""The install bundle: CRD, least-privilege RBAC (every verb justified), operator and agent Deployments.
+"""The install bundle: CRD, least-privilege RBAC (every verb justified), operator and agent Deployments
+and their metrics Services; the optional monitoring/ folder (monitoring.py) needs the Prometheus Operator.
 
 RBAC files carry a YAML comment above each rule saying why the verb is needed; `files()` returns
 {file name: text} ready to write, byte-stable like every other rendered folder.
@@ -10,7 +11,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from . import keys, output
+from . import keys, layout, monitoring, output
 from .crd import shard_crd
 from .desired import Manifest
 
@@ -146,7 +147,7 @@ def _deployment(name: str, image: str, command: str, extra_args: tuple[str, ...]
                         # The Lease lives in POD_NAMESPACE; POD_NAME is the leader identity.
                         "env": [_env_from_field("POD_NAMESPACE", "metadata.namespace"),
                                 _env_from_field("POD_NAME", "metadata.name")],
-                        "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                        "ports": [{"name": "http", "containerPort": layout.INSTALL_HTTP, "protocol": "TCP"}],
                         "livenessProbe": _probe("/healthz"),
                         "readinessProbe": _probe("/readyz"),
                         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
@@ -161,6 +162,24 @@ def _deployment(name: str, image: str, command: str, extra_args: tuple[str, ...]
                     "volumes": [{"name": "tmp", "emptyDir": {}}],
                 },
             },
+        },
+    }
+
+
+def _metrics_service(name: str) -> Manifest:
+    """Scraped by the ServiceMonitor (label) or by annotation-based discovery (prometheus.io/*)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"{name}-metrics", "namespace": NAMESPACE,
+                     "labels": {**_labels(name), keys.LABEL_METRICS: "true"},
+                     "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(layout.INSTALL_HTTP),
+                                     "prometheus.io/path": "/metrics"}},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": {keys.LABEL_APP_NAME: keys.INSTALL_APP_NAME, keys.LABEL_APP_COMPONENT: name},
+            "ports": [{"name": keys.METRICS_PORT_NAME, "port": layout.INSTALL_HTTP, "targetPort": "http",
+                       "protocol": "TCP"}],
         },
     }
 
@@ -186,9 +205,12 @@ def files(image: str = DEFAULT_IMAGE) -> dict[str, str]:
         texts[f"{command}-role.yaml"] = _rbac_text("Role", name, (LEASE_GRANT,), NAMESPACE)
         objects[f"{command}-rolebinding.yaml"] = _binding("RoleBinding", name, NAMESPACE)
         objects[f"{command}-deployment.yaml"] = _deployment(name, image, command, args)
+        objects[f"{command}-metrics-service.yaml"] = _metrics_service(name)
         order += [f"{command}-{part}.yaml" for part in (
-            "serviceaccount", "clusterrole", "clusterrolebinding", "role", "rolebinding", "deployment")]
+            "serviceaccount", "clusterrole", "clusterrolebinding", "role", "rolebinding", "deployment",
+            "metrics-service")]
     texts.update({path: output.dump(obj) for path, obj in objects.items()})
     assert sorted(order) == sorted(texts), "every bundle file is listed once in the kustomization"
     texts["kustomization.yaml"] = output.dump(output.kustomization(order))
+    texts.update(monitoring.files())  # its own kustomization: apply it only where the CRDs exist
     return dict(sorted(texts.items()))

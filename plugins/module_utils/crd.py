@@ -152,8 +152,10 @@ def shard_crd() -> dict[str, Any]:
                     "description": "A Multigres shard whose pool pods are managed without StatefulSets.",
                     "required": ["spec"],
                     "properties": {
-                        "apiVersion": {"type": "string"},
-                        "kind": {"type": "string"},
+                        "apiVersion": {"type": "string", "description": f"{keys.API_GROUP_VERSION}."},
+                        "kind": {"type": "string", "description": f"{keys.SHARD_KIND}."},
+                        # The apiserver refuses anything on metadata but its type (kubectl explain
+                        # shows ObjectMeta's own documentation there).
                         "metadata": {"type": "object"},
                         "spec": spec_schema,
                         "status": status_schema,

@@ -67,6 +67,9 @@ INSTALL_NAMESPACE = "multigres-pools-system"
 INSTALL_APP_NAME = "multigres-pools"
 OPERATOR_COMPONENT = "multigres-pools-operator"
 AGENT_COMPONENT = "multigres-pools-agent"
+# The metrics Services of the install bundle: their port name, and what the ServiceMonitor selects.
+METRICS_PORT_NAME = "metrics"
+LABEL_METRICS = "pools.multigres.com/metrics"
 
 # --- annotations (contract §3.3) -----------------------------------------------------------------
 ANN_DRAIN_STATE = "drain.multigres.com/state"

@@ -14,6 +14,8 @@ PGCTLD_GRPC = 15470
 PGBACKREST = 8432
 EXPORTER = 9187
 MULTIORCH_HTTP = 15300
+# The operator and the agent (install bundle): /healthz, /readyz and /metrics on one port.
+INSTALL_HTTP = 8080
 MULTIORCH_GRPC = 15370
 # v0.1.0: the optional per-cell multigateway (the local provisioner's ports for cell 1). Its
 # Service publishes the PostgreSQL protocol on the usual 5432.

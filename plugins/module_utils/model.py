@@ -179,11 +179,17 @@ class ContainerSettings(SpecModel):
 class Toleration(SpecModel):
     """A pod toleration (same fields as core/v1 Toleration)."""
 
-    key: Annotated[str, StringConstraints(max_length=317)] | None = None
-    operator: Literal["Exists", "Equal"] | None = None
-    value: Annotated[str, StringConstraints(max_length=63)] | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = None
+    key: Annotated[str, StringConstraints(max_length=317)] | None = Field(
+        None, description="Taint key to tolerate; unset with operator Exists tolerates every taint.")
+    operator: Literal["Exists", "Equal"] | None = Field(
+        None, description="Exists: any value of the key; Equal (the default): the taint's value must equal `value`.")
+    value: Annotated[str, StringConstraints(max_length=63)] | None = Field(
+        None, description="Taint value to match when operator is Equal.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        None, description="Taint effect to tolerate; every effect when unset.")
+    toleration_seconds: int | None = Field(
+        None, description="With effect NoExecute: seconds the pod stays on a node after the taint appears "
+                          "(forever when unset).")
 
 
 class LocalObjectReference(SpecModel):
@@ -214,8 +220,10 @@ class PVCDeletionPolicy(SpecModel):
 class PVCDeletionPolicyOverride(SpecModel):
     """Per-pool override; each unset field falls back to the shard's `pvcDeletionPolicy`."""
 
-    when_deleted: PVCPolicyName | None = None
-    when_scaled: PVCPolicyName | None = None
+    when_deleted: PVCPolicyName | None = Field(
+        None, description="This pool's whenDeleted (Retain or Delete); the shard's when unset.")
+    when_scaled: PVCPolicyName | None = Field(
+        None, description="This pool's whenScaled (Retain or Delete); the shard's when unset.")
 
 
 # --- images, topology, logs ----------------------------------------------------------------------
@@ -261,10 +269,12 @@ class GlobalTopoServer(SpecModel):
 
 
 class LogLevels(SpecModel):
-    pgctld: LogLevel = "info"
-    multipooler: LogLevel = "info"
-    multiorch: LogLevel = "info"
-    multigateway: LogLevel = "info"
+    """--log-level of each Multigres component."""
+
+    pgctld: LogLevel = Field("info", description="Log level of pgctld (the PostgreSQL container).")
+    multipooler: LogLevel = Field("info", description="Log level of multipooler.")
+    multiorch: LogLevel = Field("info", description="Log level of multiorch.")
+    multigateway: LogLevel = Field("info", description="Log level of multigateway.")
 
 
 class PostgresExporter(SpecModel):
@@ -408,9 +418,11 @@ class S3Backup(SpecModel):
 
 
 class IssuerRef(SpecModel):
-    name: ObjectName
-    kind: Literal["Issuer", "ClusterIssuer"] = "Issuer"
-    group: Annotated[str, StringConstraints(max_length=253)] = "cert-manager.io"
+    name: ObjectName = Field(description="Name of the cert-manager Issuer or ClusterIssuer.")
+    kind: Literal["Issuer", "ClusterIssuer"] = Field(
+        "Issuer", description="Issuer (in the shard's namespace) or ClusterIssuer.")
+    group: Annotated[str, StringConstraints(max_length=253)] = Field(
+        "cert-manager.io", description="API group of the issuer.")
 
 
 class PgBackRestTLS(SpecModel):
@@ -657,12 +669,18 @@ class Condition(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    type: Annotated[str, StringConstraints(min_length=1, max_length=316)]
-    status: Literal["True", "False", "Unknown"]
-    reason: Annotated[str, StringConstraints(max_length=1024)] | None = None
-    message: Annotated[str, StringConstraints(max_length=32768)] | None = None
-    last_transition_time: str | None = Field(None, alias="lastTransitionTime")
-    observed_generation: int | None = Field(None, alias="observedGeneration")
+    type: Annotated[str, StringConstraints(min_length=1, max_length=316)] = Field(
+        description="Ready, Reconciling, Stalled, Available, RollingUpdate, ScaleDownBlocked, ConfigurationValid "
+                    "or BackupHealthy (docs/api.md, status).")
+    status: Literal["True", "False", "Unknown"] = Field(description="Whether the condition holds.")
+    reason: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
+        None, description="One CamelCase word saying why, e.g. HealthGate or InvalidSpec.")
+    message: Annotated[str, StringConstraints(max_length=32768)] | None = Field(
+        None, description="What a person should know: the blocking health gate, the refused field, ...")
+    last_transition_time: str | None = Field(
+        None, alias="lastTransitionTime", description="When status last changed (RFC 3339).")
+    observed_generation: int | None = Field(
+        None, alias="observedGeneration", description="The metadata.generation this condition was computed for.")
 
 
 class MultigresShardStatus(BaseModel):
@@ -670,14 +688,30 @@ class MultigresShardStatus(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    observed_generation: int | None = Field(None, alias="observedGeneration")
-    phase: Literal["Initializing", "Progressing", "Healthy", "Degraded", "Unknown"] | None = None
-    message: str | None = None
-    ready_replicas: int | None = Field(None, alias="readyReplicas")
+    observed_generation: int | None = Field(
+        None, alias="observedGeneration",
+        description="The metadata.generation the engine last acted on (or refused); status describes that spec.")
+    phase: Literal["Initializing", "Progressing", "Healthy", "Degraded", "Unknown"] | None = Field(
+        None, description="Healthy: every pod ready and nothing to do; Progressing: actions or waits pending; "
+                          "Degraded: refused spec, crash loop or an empty pool.")
+    message: str | None = Field(None, description="One line: the refusal, what the engine waits for, or pods ready.")
+    ready_replicas: int | None = Field(
+        None, alias="readyReplicas", description="Ready pool pods, draining and terminating ones excluded.")
+    pools_ready: bool | None = Field(
+        None, alias="poolsReady", description="Every pool has all its replicas, each ready and none draining.")
+    orch_ready: bool | None = Field(
+        None, alias="orchReady", description="Every MultiOrch Deployment has its ready replicas.")
+    cells: list[str] | None = Field(None, description="Cells that have pool pods.")
     conditions: list[Condition] = Field(
-        [], json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+        [], description="kstatus conditions, one per type (see Condition.type).",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
-    pod_roles: dict[str, str] = Field({}, alias="podRoles")
+    pod_roles: dict[str, str] = Field(
+        {}, alias="podRoles", description="Pool pod name to the role the agent published: PRIMARY, REPLICA or DRAINED.")
+    last_backup_time: str | None = Field(
+        None, alias="lastBackupTime", description="When the newest complete backup finished (agent's check).")
+    last_backup_type: str | None = Field(
+        None, alias="lastBackupType", description="pgBackRest type of that backup (full, diff or incr).")
 
 
 class SpecError(ValueError):

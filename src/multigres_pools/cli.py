@@ -6,6 +6,7 @@
     multigres-pools agent ... | operator ...             the long-running programs
     multigres-pools localstack up | down                 a shard on real Multigres v0.1.0 here
     multigres-pools status SHARD -n NS [-o json]         the incident screen of one shard
+    multigres-pools completion bash | zsh                shell completion script
 
 Errors go to stderr, each naming its source (file#document, field path), and nothing is written.
 Exit codes: 0 done; 1 a MultigresShard breaks a rule of the API (invalid spec or update);
@@ -30,6 +31,9 @@ from ansible_collections.multigres.pools.plugins.module_utils.model import (
     SpecError,
     value_problem,
 )
+
+from . import cli_help
+from .version import version
 
 # Inventory vars files name shards under one of these keys (docs/gitops.md).
 VARS_KEYS = ("multigres_shard", "multigres_shards")
@@ -180,6 +184,13 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    from . import completion
+
+    sys.stdout.write(completion.script(args.shell))
+    return 0
+
+
 def cmd_install_bundle(args: argparse.Namespace) -> int:
     _check(args.image, Image, "--image")
     changed = output.write_folder(bundle.files(args.image), args.output)
@@ -207,13 +218,45 @@ def _delegate(command: str, argv: list[str]) -> int:
     return int(importlib.import_module(DELEGATES[command]).main(argv) or 0)
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="multigres-pools", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
+EXAMPLES = {
+    "": cli_help.examples(
+        "multigres-pools render -f shard.yaml -o out/",
+        "multigres-pools install-bundle -o manifests/ && kubectl apply -k manifests/",
+        "multigres-pools status orders -n db",
+        "multigres-pools COMMAND --help                         options and examples of one command",
+        "source <(multigres-pools completion bash)"),
+    "render": cli_help.examples(
+        "multigres-pools render -f shard.yaml -o out/                 CRs and a preview of every object",
+        "multigres-pools render -d inventory/ --stdout                 CRs only, for the ArgoCD plugin",
+        "multigres-pools render -f shard.yaml -o out/ --only preview",
+        "kubectl get mgs -n db -o yaml > live.yaml",
+        "multigres-pools render -f shard.yaml -o out/ --previous live.yaml     also check the update rules"),
+    "install-bundle": cli_help.examples(
+        "multigres-pools install-bundle -o manifests/ && kubectl apply -k manifests/",
+        "multigres-pools install-bundle -o /tmp/bundle --image registry.example.com/pools:0.1.0",
+        "kubectl apply -k manifests/monitoring/                       ServiceMonitor and alerts (Prometheus Operator)"),
+    "completion": cli_help.examples(
+        "source <(multigres-pools completion bash)                    this shell only",
+        "multigres-pools completion bash > ~/.local/share/bash-completion/completions/multigres-pools",
+        'multigres-pools completion zsh > "${fpath[1]}/_multigres-pools"   then restart zsh'),
+}
 
-    r = sub.add_parser("render", help="validate MultigresShards and write CRs plus a preview of their objects")
-    r.add_argument("-f", "--file", type=Path, action="append", default=[], help="MultigresShard or vars file")
-    r.add_argument("-d", "--dir", type=Path, action="append", default=[], help="folder of such files")
+
+def _sub(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".",
+                          epilog=EXAMPLES[name], formatter_class=cli_help.HelpFormatter)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = cli_help.parser("multigres-pools", __doc__.split("\n\n")[0], EXAMPLES[""])
+    p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = _sub(sub, "render", "validate MultigresShards and write CRs plus a preview of their objects")
+    r.add_argument("-f", "--file", type=Path, action="append", default=[],
+                   help="MultigresShard or vars file (repeatable)")
+    r.add_argument("-d", "--dir", type=Path, action="append", default=[],
+                   help="folder of such files, read recursively (repeatable)")
     where = r.add_mutually_exclusive_group(required=True)
     where.add_argument("-o", "--output", type=Path, help="folder to write (kustomize-ready)")
     where.add_argument("--stdout", action="store_true", help="print the MultigresShard CRs (ArgoCD plugin)")
@@ -225,10 +268,15 @@ def parser() -> argparse.ArgumentParser:
                         "of failing")
     r.set_defaults(run=cmd_render)
 
-    b = sub.add_parser("install-bundle", help="write the CRD, RBAC and Deployments")
-    b.add_argument("-o", "--output", type=Path, required=True)
+    b = _sub(sub, "install-bundle", "write the CRD, RBAC, Deployments, metrics Services and monitoring/")
+    b.add_argument("-o", "--output", type=Path, required=True,
+                   help="folder to write (kustomize-ready; stale *.yaml files in it are removed)")
     b.add_argument("--image", default=bundle.DEFAULT_IMAGE, help="image of the operator and the agent")
     b.set_defaults(run=cmd_install_bundle)
+
+    c = _sub(sub, "completion", "print a shell completion script")
+    c.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
+    c.set_defaults(run=cmd_completion)
 
     for name in DELEGATES:  # listed for --help; main() dispatches them before parsing
         sub.add_parser(name, help=f"{DELEGATE_HELP[name]} (options: multigres-pools {name} --help)")

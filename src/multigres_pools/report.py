@@ -24,7 +24,7 @@ from typing import Any
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, connect
 
-from . import dataplane
+from . import cli_help, dataplane
 from .agent import podinfo
 from .dataplane.base import DataPlaneError
 from .podaddress import pod_address
@@ -198,8 +198,14 @@ def as_json(report: Report) -> str:
     return json.dumps(body, indent=2, sort_keys=True) + "\n"
 
 
+EXAMPLES = cli_help.examples(
+    "multigres-pools status orders -n db                       from inside the cluster network",
+    "multigres-pools status play -n play --dial-pod-ips         from outside it (a laptop, the playground)",
+    "multigres-pools status orders -n db -o json | jq .blocked")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="multigres-pools status", description=__doc__.split("\n\n")[0])
+    p = cli_help.parser("multigres-pools status", __doc__.split("\n\n")[0], EXAMPLES)
     p.add_argument("shard", help="the MultigresShard's name")
     p.add_argument("-n", "--namespace", default="default", help="its namespace (default %(default)s)")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")

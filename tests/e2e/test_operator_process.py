@@ -9,11 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, monitoring
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
 
 from multigres_pools.playground.localstack import Process, free_port, http_get, install_crd, reconcile_count, wait_for
+from tests.helpers import promql
 
 PLAYBOOK = Path(__file__).parents[1] / "unit" / "operator" / "playbook" / "reconcile.yml"
 SPEC = {"clusterName": "op", "globalTopoServer": {"address": "127.0.0.1:2379"}, "pools": {"main": {"cells": ["z1"]}}}
@@ -92,6 +93,17 @@ def test_operator_reconciles_on_relevant_events_only(kube, namespace, kube_clien
                        "multigres_pools_operator_runner_start_overhead_seconds_count",
                        "multigres_pools_operator_queue_depth", "multigres_pools_operator_leader 1.0"):
             assert metric in body
+        # The alerts' operator metrics, as a real scrape shows them; per-shard conditions from the cache.
+        wanted = promql.alert_metrics(monitoring.ALERTS, "multigres_pools_operator_")
+        assert wanted and wanted <= promql.exported_series(body), wanted - promql.exported_series(body)
+        assert 'multigres_pools_build_info{component="operator"' in body
+        # A condition the engine would write reaches the per-shard series through the watch cache.
+        blocked = {"type": "ScaleDownBlocked", "status": "True", "reason": "HealthGate", "message": "not Ready: x"}
+        kube_client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, "steady",
+                                {"status": {"conditions": [blocked]}}, field_manager="test", subresource="status")
+        series = ('multigres_pools_operator_shard_condition'
+                  f'{{condition="ScaleDownBlocked",namespace="{namespace}",shard="steady"}} 1.0')
+        wait_for(lambda: series in http_get(f"http://127.0.0.1:{port}/metrics")[1], 30, "the shard's condition series")
     finally:
         code = proc.stop()
     assert code == 0, proc.tail()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from .. import dataplane, logs
+from .. import cli_help, dataplane, logs
 from ..dataplane.etcd import EtcdTLS
 from ..kubeclient import api_client
 from .context import AgentConfig, Context
@@ -30,15 +30,23 @@ from .metrics import Metrics
 log = logging.getLogger("multigres_pools.agent")
 
 
+EXAMPLES = cli_help.examples(
+    "multigres-pools agent                                   in a pod: in-cluster config, every namespace",
+    "multigres-pools agent --kubeconfig ~/.kube/config --namespace db --http 127.0.0.1:8081",
+    "multigres-pools agent --etcd-ca /tls/ca.crt --etcd-cert /tls/tls.crt --etcd-key /tls/tls.key",
+    "multigres-pools agent --standalone --namespace db --stall-after 120   one replica, no Lease",
+)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="multigres-pools agent", description=__doc__.splitlines()[0])
+    p = cli_help.parser("multigres-pools agent", __doc__.splitlines()[0], EXAMPLES)
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")
     p.add_argument("--namespace", action="append", default=[],
                    help="namespace to watch (repeatable; default: all namespaces)")
     p.add_argument("--multigres-version", default=keys.DEFAULT_MULTIGRES_VERSION.value,
                    choices=[v.value for v in keys.MultigresVersion],
                    help="Multigres version of shards that declare none (a MultigresShard's "
-                        "spec.multigres.version wins); default %(default)s")
+                        "spec.multigres.version wins)")
     p.add_argument("--era", choices=dataplane.ERAS, help="older spelling of --multigres-version (a = d782aa06)")
     p.add_argument("--etcd-ca", help="CA bundle for the topology etcd (https endpoints)")
     p.add_argument("--etcd-cert", help="client certificate for the topology etcd")
@@ -52,11 +60,13 @@ def parser() -> argparse.ArgumentParser:
                    help="default BackupHealthy threshold in seconds (the shard's backup.healthThreshold wins)")
     p.add_argument("--no-prune", action="store_true", help="never delete pooler records that match no pod")
     p.add_argument("--no-register", action="store_true", help="never register the database and cells")
-    p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
-    p.add_argument("--lease-name", default="multigres-pools-agent")
-    p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
+    p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"),
+                   help="namespace of the leader-election Lease (default: $POD_NAMESPACE, else default)")
+    p.add_argument("--lease-name", default="multigres-pools-agent", help="name of the leader-election Lease")
+    p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(),
+                   help="holder identity in the Lease (default: $POD_NAME, else the host name)")
     p.add_argument("--standalone", action="store_true", help="no Lease: act at once (one replica only!)")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     return p
 
 
@@ -153,7 +163,10 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     dp = pinned or plane_factory(version)
     ctx = Context(kube=Kube(api), dataplane=dp, config=config, metrics=Metrics(),  # type: ignore[arg-type]
                   plane_factory=None if pinned else plane_factory, **overrides)
-    return Runtime(args, Agent(ctx), api)
+    agent = Agent(ctx)
+    # Read at scrape time: run() swaps in the Lease's is_leader (standalone stays always-leader).
+    ctx.metrics.leader.set_function(lambda: float(agent.is_leader()))
+    return Runtime(args, agent, api)
 
 
 def main(argv: list[str] | None = None) -> int:

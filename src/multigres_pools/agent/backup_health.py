@@ -73,6 +73,7 @@ def check(ctx: Context, shard: Obj) -> dict[str, Any] | None:
         ctx.kube.event(shard, "BackupCheckFailed", f"backup health check failed: {message}", warning=True)
         return None
     was = json.loads(previous) if previous else {}
+    ctx.metrics.backup_healthy.labels(podinfo.namespace(shard), podinfo.name(shard)).set(int(verdict["healthy"]))
     if "lastBackupTime" in verdict:
         age = (now - datetime.fromisoformat(verdict["lastBackupTime"].replace("Z", "+00:00"))).total_seconds()
         ctx.metrics.last_backup_age.labels(podinfo.namespace(shard), podinfo.name(shard)).set(age)

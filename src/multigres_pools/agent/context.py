@@ -49,7 +49,8 @@ class Context:
     # deletes). Tests use it to crash the agent between any two of them.
     before_effect: Callable[[str], None] | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("multigres_pools.agent"))
-    stalled: set[tuple[str, str]] = field(default_factory=set)
+    # (namespace, pod) of every drain stalled past the threshold -> its (namespace, shard) metric labels.
+    stalled: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     # (namespace, pod) -> the unknown drain-state value already reported, so it is reported once.
     unknown_drains: dict[tuple[str, str], str] = field(default_factory=dict)
     # Builds the adapter for a Multigres version a MultigresShard declares (spec.multigres.version)

@@ -184,6 +184,20 @@ def _since(pod: Obj, now: float) -> float:
     return _parse_time(ann.get(keys.ANN_DRAIN_STATE_SINCE)) or _parse_time(ann.get(keys.ANN_DRAIN_REQUESTED_AT)) or now
 
 
+def _shard(view: ShardView, pod: Obj) -> tuple[str, str]:
+    """(namespace, shard) labels of a pod's drain metrics: the MultigresShard's name, as alerts show it."""
+    return view.namespace, (podinfo.name(view.shard) if view.shard else podinfo.owner_shard_name(pod)) or ""
+
+
+def _set_stalled(ctx: Context, view: ShardView, pod: Obj, stalled: bool) -> None:
+    key, shard = (view.namespace, podinfo.name(pod)), _shard(view, pod)
+    if stalled:
+        ctx.stalled[key] = shard
+    else:
+        ctx.stalled.pop(key, None)
+    ctx.metrics.drains_stalled.labels(*shard).set(sum(1 for s in ctx.stalled.values() if s == shard))
+
+
 def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: Decision) -> Obj:
     now = ctx.clock()
     ann: dict[str, str | None] = {
@@ -200,12 +214,13 @@ def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: De
     ctx.effect(f"write:{d.state.value}")
     # The resourceVersion precondition stops us from reviving a drain the engine just cancelled.
     updated = ctx.kube.patch_pod_meta(pod, annotations=ann, precondition=True)
-    ctx.metrics.drain_state_seconds.labels(old.value).observe(max(0.0, now - _since(pod, now)))
+    shard = _shard(view, pod)
+    ctx.metrics.drain_state_seconds.labels(*shard, old.value).observe(max(0.0, now - _since(pod, now)))
     name = podinfo.name(pod)
     ctx.log.info("drain state written", extra={"pod": name, "from": old.value, "to": d.state.value,
                                               "forced": d.forced})
     if d.forced:
-        ctx.metrics.drain_forced.labels(old.value).inc()
+        ctx.metrics.drain_forced.labels(*shard, old.value).inc()
         for target in view.event_targets(pod):
             ctx.kube.event(target, "DrainForced", f"{name}: step {old} forced by {keys.ANN_DRAIN_FORCE}; "
                            f"its proof was skipped", warning=True)
@@ -214,14 +229,13 @@ def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: De
             ctx.kube.event(target, "DrainRegressed", f"{name}: back from {old} to {d.state}: {d.reason}; it is "
                            "not deleted in this state", warning=True)
     if (view.namespace, name) in ctx.stalled:
-        ctx.stalled.discard((view.namespace, name))
-        ctx.metrics.drains_stalled.set(len(ctx.stalled))
+        _set_stalled(ctx, view, pod, False)
         updated = ctx.kube.set_pod_condition(updated, STALLED_CONDITION, "False", "Progressing", f"now {d.state}")
     if d.state is DrainState.READY_FOR_DELETION:
         requested = _parse_time(podinfo.annotations(pod).get(keys.ANN_DRAIN_REQUESTED_AT))
         if requested is not None:
-            ctx.metrics.drain_total_seconds.observe(max(0.0, now - requested))
-        ctx.metrics.drains_completed.inc()
+            ctx.metrics.drain_total_seconds.labels(*shard).observe(max(0.0, now - requested))
+        ctx.metrics.drains_completed.labels(*shard).inc()
         for target in view.event_targets(pod):
             ctx.kube.event(target, "DrainCompleted", f"{name}: pooler left synchronous replication and the "
                            "topology; ready for deletion")
@@ -241,15 +255,14 @@ def _block(ctx: Context, view: ShardView, pod: Obj, state: DrainState, reason: s
         ctx.effect("write:blocked")
         pod = ctx.kube.patch_pod_meta(pod, annotations=patch)
         if keys.ANN_DRAIN_BLOCKED in patch:
-            ctx.metrics.drain_failures.labels(reason).inc()
+            ctx.metrics.drain_failures.labels(*_shard(view, pod), reason).inc()
             ctx.log.warning("drain blocked", extra={"pod": name, "state": state.value, "reason": reason,
                                                     "detail": message})
             for target in view.event_targets(pod):
                 ctx.kube.event(target, "DrainBlocked", text, warning=True)
     stalled_for = now - _since(pod, now)
     if stalled_for >= ctx.config.stall_after_s and (view.namespace, name) not in ctx.stalled:
-        ctx.stalled.add((view.namespace, name))
-        ctx.metrics.drains_stalled.set(len(ctx.stalled))
+        _set_stalled(ctx, view, pod, True)
         msg = (f"{text}; stalled for {int(stalled_for)}s. Fix the cause, or force this one step with "
                f"annotation {keys.ANN_DRAIN_FORCE}={state}")
         pod = ctx.kube.set_pod_condition(pod, STALLED_CONDITION, "True", reason, msg)

@@ -13,7 +13,7 @@ import socket
 import sys
 from pathlib import Path
 
-from .. import logs
+from .. import cli_help, logs
 from ..kubeclient import api_client
 from . import cpu
 from .metrics import Metrics
@@ -21,9 +21,16 @@ from .metrics import Metrics
 log = logging.getLogger("multigres_pools.operator")
 
 
-def _parser() -> argparse.ArgumentParser:
+EXAMPLES = cli_help.examples(
+    "multigres-pools operator --all-namespaces                in a pod (the install bundle's Deployment)",
+    "multigres-pools operator -n db --kubeconfig ~/.kube/config --no-leader-elect --log-format text",
+    "WATCH_NAMESPACE=db,staging multigres-pools operator --max-concurrent-reconciles 4",
+)
+
+
+def parser() -> argparse.ArgumentParser:
     env = os.environ.get
-    p = argparse.ArgumentParser(prog="multigres-pools operator", description=__doc__)
+    p = cli_help.parser("multigres-pools operator", __doc__, EXAMPLES)
     p.add_argument("--namespace", "-n", action="append", default=None,
                    help="namespace to watch (repeatable; default: $WATCH_NAMESPACE, comma-separated)")
     p.add_argument("--all-namespaces", action="store_true", help="watch every namespace (needs ClusterRoles)")
@@ -37,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="runs kept on disk per shard")
     p.add_argument("--max-concurrent-reconciles", type=int,
                    default=int(env("MAX_CONCURRENT_RECONCILES", "0")) or None,
-                   help="default: 2 per CPU of the container's cgroup limit (4 if unlimited), "
+                   help="reconcile runs at once; default: 2 per CPU of the container's cgroup limit (4 if unlimited), "
                         "at most 1 per 128 MiB of its memory limit above 128 MiB")
     p.add_argument("--batch-size", type=int, default=int(env("RECONCILE_BATCH_SIZE", "10")),
                    help="shards reconciled by one ansible-playbook run: its start-up, half the CPU of a pass, "
@@ -59,11 +66,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-leader-elect", dest="leader_elect", action="store_false",
                    help="act without holding the Lease (only for a single local instance)")
     p.add_argument("--lease-namespace", default=env("POD_NAMESPACE"),
-                   help="default: $POD_NAMESPACE or the first watched namespace")
-    p.add_argument("--lease-name", default="multigres-pools-operator")
-    p.add_argument("--identity", default=env("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}")
-    p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"))
-    p.add_argument("--log-format", choices=("json", "text"), default=env("LOG_FORMAT", "json"))
+                   help="namespace of the leader-election Lease; default: $POD_NAMESPACE, else the first watched "
+                        "namespace")
+    p.add_argument("--lease-name", default="multigres-pools-operator", help="name of the leader-election Lease")
+    p.add_argument("--identity", default=env("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
+                   help="holder identity in the Lease (default: $POD_NAME, else host-pid)")
+    p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"),
+                   help="DEBUG, INFO, WARNING or ERROR (default: $LOG_LEVEL, else INFO)")
+    p.add_argument("--log-format", choices=("json", "text"), default=env("LOG_FORMAT", "json"),
+                   help="one JSON object per line, or plain text (default: $LOG_FORMAT, else json)")
     return p
 
 
@@ -112,6 +123,7 @@ async def serve(args: argparse.Namespace) -> int:
                              full_check_period=args.full_check_period, warm_runners=args.warm_runners)
     controller = Controller(runner, loop_settings, metrics, report_invalid=InvalidSpecReporter(api),
                             live=lambda: KubeClient(creds))
+    metrics.shard_conditions.source = controller.cache.shards
     log.info("operator starting: namespaces=%s concurrency=%d batch-size=%d warm-runners=%s "
              "(cgroup limits: cpu %s, memory %s)", namespaces or "*", concurrency, args.batch_size,
              args.warm_runners, cpu.cpu_limit(), cpu.memory_limit())
@@ -185,7 +197,7 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     _setup_logging(args.log_level, args.log_format)
     return asyncio.run(serve(args))
 

@@ -2,13 +2,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..version import register_build_info
 
 _DURATION_BUCKETS = (0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
 _DECISION_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1)
 _OVERHEAD_BUCKETS = (0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10)
+SHARD_CONDITION = "multigres_pools_operator_shard_condition"
+
+
+class ShardConditions(Collector):
+    """One series per shard and status condition, read from the watch cache at scrape time: 1 when the
+    condition is True, 0 when False, none when Unknown. Only the leader fills its cache, so a standby
+    operator exports none. Alerts use it for per-shard state (ScaleDownBlocked, Stalled, ...)."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], Iterable[dict[str, Any]]] = list
+
+    def _family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(SHARD_CONDITION, "Status conditions of each MultigresShard (1 True, 0 False).",
+                                 labels=["namespace", "shard", "condition"])
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        yield self._family()
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = self._family()
+        for shard in self.source():
+            meta, status = shard.get("metadata") or {}, shard.get("status") or {}
+            for cond in status.get("conditions") or []:
+                value = {"True": 1.0, "False": 0.0}.get(cond.get("status"))
+                if value is not None and cond.get("type"):
+                    family.add_metric([meta.get("namespace", ""), meta.get("name", ""), cond["type"]], value)
+        yield family
 
 
 @dataclass
@@ -45,3 +78,6 @@ class Metrics:
                                    "Objects held in the watch caches.", registry=r)
         self.leader = Gauge("multigres_pools_operator_leader", "1 while this instance holds the Lease.",
                             registry=r)
+        self.build_info = register_build_info(r, "operator")
+        self.shard_conditions = ShardConditions()
+        r.register(self.shard_conditions)

@@ -23,21 +23,33 @@ from pathlib import Path
 
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
 
+from .. import cli_help
+
 DEFAULT_WORKDIR = Path("/tmp/multigres-pools-localstack")
 PID_FILE = "localstack.pid"
 ENV_FILE = "env"
 
 
+UP_EXAMPLES = cli_help.examples(
+    "multigres-pools localstack up                     then, in another terminal:",
+    "source /tmp/multigres-pools-localstack/env && kubectl get mgs -A && psql \"$DATABASE_URL\"",
+    "multigres-pools localstack up --replicas 2 --namespace demo",
+    "multigres-pools localstack up --no-shard          bring your own MultigresShard")
+DOWN_EXAMPLES = cli_help.examples("multigres-pools localstack down", "multigres-pools localstack down --timeout 300")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="multigres-pools localstack", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="action", required=True)
-    up = sub.add_parser("up", help="start the stack and a sample shard; stay up until down or Ctrl-C")
+    p = cli_help.parser("multigres-pools localstack", __doc__.split("\n\n")[0], UP_EXAMPLES)
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = sub.add_parser("up", help="start the stack and a sample shard; stay up until down or Ctrl-C",
+                        epilog=UP_EXAMPLES, formatter_class=cli_help.HelpFormatter)
     up.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR,
                     help="where everything lives (default %(default)s)")
     up.add_argument("--replicas", type=int, default=3, help="replicas of the sample shard (default %(default)s)")
     up.add_argument("--namespace", default="play", help="namespace of the sample shard (default %(default)s)")
     up.add_argument("--no-shard", action="store_true", help="start the stack only; apply your own MultigresShard")
-    down = sub.add_parser("down", help="stop a stack started by `up`")
+    down = sub.add_parser("down", help="stop a stack started by `up`", epilog=DOWN_EXAMPLES,
+                          formatter_class=cli_help.HelpFormatter)
     down.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="as given to up (default %(default)s)")
     down.add_argument("--timeout", type=float, default=120, help="seconds to wait for it to stop (default %(default)s)")
     return p

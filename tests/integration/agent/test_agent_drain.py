@@ -27,7 +27,9 @@ def test_full_drain(rig_factory) -> None:
     sent = rig.primary_peer.calls("UpdateSynchronousStandbyList")
     assert len(sent) == 1 and sent[0].reload_config and sent[0].standby_ids[0].name == rig.peers[p2].service_id
     assert rig.events("DrainCompleted")
-    assert agent.ctx.metrics.drains_completed._value.get() == 1
+    # Per-shard labels; the rig's pods have no MultigresShard owner, hence shard "".
+    shard = {"namespace": rig.namespace, "shard": ""}
+    assert agent.ctx.metrics.registry.get_sample_value("multigres_pools_agent_drains_completed_total", shard) == 1
 
 
 def _engine_deletes_ready_pods(rig) -> list[str]:
@@ -129,7 +131,8 @@ def test_last_standby_refusal_stalls_and_force_is_explicit(rig_factory) -> None:
     assert rig.events("DrainBlocked") and rig.events("DrainStalled")
     conds = {c["type"]: c for c in rig.pod(victim)["status"]["conditions"]}
     assert conds["DrainStalled"]["status"] == "True" and conds["DrainStalled"]["reason"] == "last-sync-standby"
-    assert agent.ctx.metrics.drains_stalled._value.get() == 1
+    shard = {"namespace": rig.namespace, "shard": ""}
+    assert agent.ctx.metrics.registry.get_sample_value("multigres_pools_agent_drains_stalled", shard) == 1
     rig.run(agent, victim)  # nothing forced silently: still blocked on the next pass
     assert rig.state(victim) == DrainState.DRAINING
     rig.core.patch_namespaced_pod(victim, rig.namespace,

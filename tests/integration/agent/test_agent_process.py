@@ -9,11 +9,13 @@ import threading
 import time
 import urllib.request
 
+from ansible_collections.multigres.pools.plugins.module_utils import monitoring
 from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
 
 from multigres_pools.agent.__main__ import build
 from multigres_pools.dataplane.era_a import EraA
 from multigres_pools.playground.cluster import free_port
+from tests.helpers import promql
 
 
 def _wait(check, timeout: float = 60) -> bool:
@@ -55,6 +57,11 @@ def test_agent_process_drains_publishes_and_serves(kube, namespace, rig_factory)
         metrics = _get(f"http://127.0.0.1:{port}/metrics")[1]
         assert "multigres_pools_agent_drain_state_duration_seconds_bucket" in metrics
         assert "multigres_pools_agent_role_publish_lag_seconds_count" in metrics
+        assert "multigres_pools_agent_leader 1.0" in metrics and "multigres_pools_build_info{" in metrics
+        # The alerts' agent metrics, as a real scrape of the running program shows them.
+        wanted = promql.alert_metrics(monitoring.ALERTS, "multigres_pools_agent_")
+        assert wanted and wanted <= promql.exported_series(metrics), wanted - promql.exported_series(metrics)
+        assert f'multigres_pools_agent_drains_completed_total{{namespace="{namespace}",shard=""}} 1.0' in metrics
     finally:
         runtime.stop_flag.set()
         thread.join(30)

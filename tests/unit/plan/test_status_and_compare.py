@@ -115,3 +115,22 @@ def test_kubeconfig_exec_plugin_supplies_the_token(tmp_path):
                          "args": [str(plugin)], "env": [{"name": "WHO", "value": "plugin"}]}}}]}))
     creds = kube.load_credentials(str(config))
     assert creds.headers() == {"Authorization": "Bearer from-plugin"} and creds.insecure
+
+
+def test_every_status_field_the_engine_writes_is_declared_and_described_in_the_crd():
+    """So `kubectl explain multigresshard.status` lists what the engine writes (not only preserved unknowns)."""
+    from ansible_collections.multigres.pools.plugins.module_utils.crd import shard_crd
+
+    verdict = {"healthy": True, "reason": "BackupRecent", "message": "ok", "lastBackupTime": "2026-05-01T11:00:00Z",
+               "lastBackupType": "full"}
+    dp = desired_pool()
+    pods, pvcs = healthy(dp)
+    obs = observed(pods, pvcs, cr=shard_cr(annotations={keys.ANN_BACKUP_HEALTH: json.dumps(verdict)}))
+    st = status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp=STAMP)
+    (version,) = shard_crd()["spec"]["versions"]
+    schema = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+    assert "lastBackupTime" in st and "conditions" in st
+    assert set(st) <= set(schema["properties"]), set(st) - set(schema["properties"])
+    condition = schema["properties"]["conditions"]["items"]["properties"]
+    assert {k for c in st["conditions"] for k in c} <= set(condition)
+    assert all(p.get("description") for p in (*schema["properties"].values(), *condition.values()))

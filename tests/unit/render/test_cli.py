@@ -141,7 +141,8 @@ def test_output_is_byte_identical_across_hash_seeds(tmp_path):
 def test_manifests_folder_is_the_current_install_bundle():
     """Fails when the model, CRD or RBAC changed without `multigres-pools install-bundle -o manifests`."""
     expected = bundle.files()
-    actual = {p.name: p.read_text() for p in (REPO / "manifests").glob("*.yaml")}
+    root = REPO / "manifests"
+    actual = {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*.yaml")}
     assert sorted(actual) == sorted(expected), "run: multigres-pools install-bundle -o manifests"
     stale = [name for name in expected if actual[name] != expected[name]]
     assert not stale, f"stale files {stale}; run: multigres-pools install-bundle -o manifests"
