@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from ..lease import leadership_metrics
+
 _P = "multigres_pools_agent"
 
 
@@ -34,5 +36,6 @@ class Metrics:
         self.last_backup_age = Gauge(
             f"{_P}_last_backup_age_seconds", "Age of the newest complete backup.", ["namespace", "shard"],
             registry=r)
+        self.leader, self.leadership_changes = leadership_metrics(r, _P)
         self.reconcile_errors = Counter(
             f"{_P}_reconcile_errors_total", "Shard passes that failed, by reason.", ["reason"], registry=r)

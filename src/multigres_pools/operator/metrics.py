@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from ..lease import leadership_metrics
+
 _DURATION_BUCKETS = (0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
 _DECISION_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1)
 _OVERHEAD_BUCKETS = (0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10)
@@ -43,5 +45,4 @@ class Metrics:
                                    "ansible-runner runs of the reconcile playbook (one per batch).", registry=r)
         self.cache_objects = Gauge("multigres_pools_operator_cache_objects",
                                    "Objects held in the watch caches.", registry=r)
-        self.leader = Gauge("multigres_pools_operator_leader", "1 while this instance holds the Lease.",
-                            registry=r)
+        self.leader, self.leadership_changes = leadership_metrics(r, "multigres_pools_operator")

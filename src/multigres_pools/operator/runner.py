@@ -190,6 +190,7 @@ class PlaybookRunner:
                 forks=max(1, min(forks or len(keys), len(keys))),
                 envvars=self._env(), quiet=True, verbosity=self.verbosity or None, timeout=self.timeout,
                 event_handler=collector, cancel_callback=cancel, rotate_artifacts=0,
+                settings={"pexpect_timeout": 1},  # the cancel callback is polled this often
             )
             status, rc = result.status, result.rc
         finally:
