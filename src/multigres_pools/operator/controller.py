@@ -45,6 +45,8 @@ class Runner(Protocol):
 
     def warm(self, forks: int, cancel: Callable[[], bool] = ..., idle_timeout: float = ...) -> WarmRun: ...
 
+    def kill_runs(self) -> int: ...
+
 
 class InvalidSpecReporter(Protocol):
     def __call__(self, namespace: str, name: str, message: str) -> None: ...
@@ -161,9 +163,15 @@ class Controller:
         log.warning("aborting: %d reconcile(s) running are killed", len(self.queue.queue.processing()))
         self._cancel.set()
         self.queue.close()
+        self.runner.kill_runs()
 
     def _cancelled(self) -> bool:
-        return self._cancel.is_set() or not self.may_write()
+        """ansible-runner's cancel callback, polled every second by each run: when True, every run
+        is killed with all its processes first (ansible-runner's own kill misses the workers)."""
+        if self._cancel.is_set() or not self.may_write():
+            self.runner.kill_runs()
+            return True
+        return False
 
     # --- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event, synced: asyncio.Event | None = None) -> None:
