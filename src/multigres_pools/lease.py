@@ -270,7 +270,8 @@ class LeaderElector:
             self._thread.join(timeout=self.timing.renew_deadline)
         with self._turn:
             leading = self.is_leader()
-            self.renewed_at = None
+            # A stop, not a loss: check() must not report "lost leadership" from here on.
+            self.was_leader, self.renewed_at = False, None
             if self.fence is not None:
                 write_fence.publish(self.fence, 0)
             if not (release and leading):

@@ -116,7 +116,8 @@ class Runtime:
         while self.elector is not None and not self.stop_flag.is_set():
             if self.elector.wait_leading(timeout=0.5):
                 break
-        threading.Thread(target=self.periodic, name="periodic", daemon=True).start()
+        periodic = threading.Thread(target=self.periodic, name="periodic", daemon=True)
+        periodic.start()
         async def operate() -> None:
             try:
                 await kopf.operator(registry=build_registry(self.agent, self.api), standalone=True,
@@ -134,6 +135,8 @@ class Runtime:
         finally:
             self.stop_flag.set()
             server.shutdown()
+            # A pass still running finishes (or is refused) before the Lease is handed over.
+            periodic.join(timeout=60)
             if self.elector is not None:
                 self.elector.stop()  # releases the Lease only if still certainly ours
             self.agent.ctx.close()
