@@ -168,3 +168,10 @@ class MultigresVersion(StrEnum):
 
 
 DEFAULT_MULTIGRES_VERSION = MultigresVersion.V0_1_0
+
+# --- leader election (issue 13) ------------------------------------------------------------------
+# The default Lease names, and the environment variable naming the write-fence file the operator
+# hands its ansible runs (module_utils/write_fence.py).
+OPERATOR_LEASE_NAME = "multigres-pools-operator"
+AGENT_LEASE_NAME = "multigres-pools-agent"
+ENV_WRITE_FENCE = "MULTIGRES_POOLS_WRITE_FENCE"

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import write_fence
+
 Manifest = dict[str, Any]
 
 READ_VERBS = frozenset({"get", "list"})
@@ -277,6 +279,8 @@ class KubeClient:
         if payload is not None:
             headers["Content-Type"] = content_type
         for attempt in (1, 2):
+            if verb not in READ_VERBS and (refused := write_fence.refusal()) is not None:
+                raise KubeError(0, refused)
             conn = self._connection()
             try:
                 conn.request(method, url, body=payload, headers=headers)

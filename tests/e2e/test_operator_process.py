@@ -20,13 +20,13 @@ PLAYBOOK = Path(__file__).parents[1] / "unit" / "operator" / "playbook" / "recon
 SPEC = {"clusterName": "op", "globalTopoServer": {"address": "127.0.0.1:2379"}, "pools": {"main": {"cells": ["z1"]}}}
 
 
-def operator(kubeconfig: Path, namespace: str, tmp: Path, identity: str) -> tuple[Process, int]:
+def operator(kubeconfig: Path, namespace: str, tmp: Path, identity: str, *extra: str) -> tuple[Process, int]:
     port = free_port()
     proc = Process(identity, [sys.executable, "-m", "multigres_pools.operator", "-n", namespace,
                               "--kubeconfig", str(kubeconfig), "--playbook", str(PLAYBOOK),
                               "--health-addr", f"127.0.0.1:{port}", "--identity", identity,
                               "--artifacts-dir", str(tmp / identity), "--log-format", "text",
-                              "--coalesce", "0.05"], tmp / f"{identity}.log")
+                              "--coalesce", "0.05", *extra], tmp / f"{identity}.log")
     return proc.start(), port
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from .. import cli_help, dataplane, logs
+from .. import cli_help, dataplane, lease, logs
 from ..dataplane.etcd import EtcdTLS
 from ..kubeclient import api_client
 from .context import AgentConfig, Context
@@ -60,9 +60,8 @@ def parser() -> argparse.ArgumentParser:
                    help="default BackupHealthy threshold in seconds (the shard's backup.healthThreshold wins)")
     p.add_argument("--no-prune", action="store_true", help="never delete pooler records that match no pod")
     p.add_argument("--no-register", action="store_true", help="never register the database and cells")
-    p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"),
-                   help="namespace of the leader-election Lease (default: $POD_NAMESPACE, else default)")
-    p.add_argument("--lease-name", default="multigres-pools-agent", help="name of the leader-election Lease")
+    lease.add_arguments(p, keys.AGENT_LEASE_NAME, os.environ.get("POD_NAMESPACE", "default"),
+                        "namespace of the Lease (default: $POD_NAMESPACE, else default)")
     p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(),
                    help="holder identity in the Lease (default: $POD_NAME, else the host name)")
     p.add_argument("--standalone", action="store_true", help="no Lease: act at once (one replica only!)")
@@ -82,8 +81,12 @@ class Runtime:
     args: argparse.Namespace
     agent: Agent
     api: object
+    timing: lease.ElectionTiming = field(default_factory=lease.ElectionTiming)
     stop_flag: threading.Event = field(default_factory=threading.Event)
     ready_flag: threading.Event = field(default_factory=threading.Event)
+    elector: lease.LeaderElector | None = None
+    # Why leadership was lost (the agent then stops and exits 1), None if it was not.
+    lost: str | None = None
 
     def is_leader(self) -> bool:
         return self.agent.is_leader()
@@ -99,6 +102,8 @@ class Runtime:
         return True, f"ok, {self.agent.passes} passes"
 
     def ready(self) -> tuple[bool, str]:
+        if self.elector is not None and not self.agent.is_leader():
+            return True, "standby"  # watches start once leading
         if not self.ready_flag.is_set():
             return False, "watches not started"
         if self.agent.last_error:
@@ -109,17 +114,21 @@ class Runtime:
         import kopf
 
         from .handlers import build_registry
-        from .leader import LeaseThread
         from .server import serve
 
-        elector = None
-        if not self.args.standalone:
-            elector = LeaseThread(self.api, self.args.lease_namespace, self.args.lease_name, self.args.identity)
-            self.agent.is_leader = elector.is_leader
-            elector.start()
+        if self.args.standalone:
+            self.agent.ctx.metrics.leader.set(1)  # always acting: what the AgentNoLeader alert counts
+        else:
+            self.elector = self._elector()
+            self.elector.start()
         host, _, port = self.args.http.rpartition(":")
         server = serve(host or "0.0.0.0", int(port), self.agent.ctx.metrics.registry, self.healthy, self.ready)
-        threading.Thread(target=self.periodic, name="periodic", daemon=True).start()
+        # A standby does nothing but take part in the election: no watch, no periodic pass.
+        while self.elector is not None and not self.stop_flag.is_set():
+            if self.elector.wait_leading(timeout=0.5):
+                break
+        periodic = threading.Thread(target=self.periodic, name="periodic", daemon=True)
+        periodic.start()
         async def operate() -> None:
             try:
                 await kopf.operator(registry=build_registry(self.agent, self.api), standalone=True,
@@ -131,21 +140,44 @@ class Runtime:
                 self.stop_flag.set()
 
         try:
-            # asyncio.run(...) rather than kopf.run(): it also works off the main thread.
-            asyncio.run(operate())
+            if not self.stop_flag.is_set():
+                # asyncio.run(...) rather than kopf.run(): it also works off the main thread.
+                asyncio.run(operate())
         finally:
             self.stop_flag.set()
             server.shutdown()
-            if elector is not None:
-                elector.stop()
+            # A pass still running finishes (or is refused) before the Lease is handed over.
+            periodic.join(timeout=60)
+            if self.elector is not None:
+                self.elector.stop()  # releases the Lease only if still certainly ours
             self.agent.ctx.close()
+
+    def _elector(self) -> lease.LeaderElector:
+        elector = lease.LeaderElector(
+            lease.LeaseApi(self.api, self.args.lease_namespace, self.args.lease_name, self.timing.call_timeout),
+            self.args.identity, self.timing, self._leadership)
+        # Asked before every side effect: a resumed, frozen agent is refused before its election
+        # thread even runs again.
+        self.agent.ctx.may_act = lambda: not elector.check() and elector.is_leader()
+        return elector
+
+    def _leadership(self, leading: bool, reason: str) -> None:
+        metrics = self.agent.ctx.metrics
+        metrics.leader.set(1 if leading else 0)
+        metrics.leadership_changes.labels("acquired" if leading else "released" if reason == "released"
+                                          else "lost").inc()
+        if not leading and reason != "released":
+            self.lost = reason
+            self.stop_flag.set()  # kopf and the periodic pass stop; main() exits 1
 
 
 def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None = None,
           **overrides: object) -> Runtime:
     """The agent from its arguments; `dial_host` maps a pooler's registered hostname to the address to
     dial (default: the hostname itself, which cluster DNS resolves)."""
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    timing = lease.timing_from(args, p)
     api = api_client(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
     config = AgentConfig(
@@ -163,10 +195,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     dp = pinned or plane_factory(version)
     ctx = Context(kube=Kube(api), dataplane=dp, config=config, metrics=Metrics(),  # type: ignore[arg-type]
                   plane_factory=None if pinned else plane_factory, **overrides)
-    agent = Agent(ctx)
-    # Read at scrape time: run() swaps in the Lease's is_leader (standalone stays always-leader).
-    ctx.metrics.leader.set_function(lambda: float(agent.is_leader()))
-    return Runtime(args, agent, api)
+    return Runtime(args, Agent(ctx), api, timing)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     log.info("agent starting", extra={"identity": args.identity, "version": runtime.agent.ctx.dataplane.version,
                                       "namespaces": args.namespace or "all", "standalone": args.standalone})
     runtime.run()
+    if runtime.lost:
+        log.error("stepped down: exiting so that a restart runs as a candidate")
+        return 1
     return 0
 
 

@@ -38,6 +38,13 @@ class SimulatedCrash(BaseException):
     """
 
 
+class NotLeader(BaseException):
+    """Raised by `Context.effect` when this agent's Lease leadership is in doubt.
+
+    A BaseException, so no `except Exception` between the effect and the agent's entry point turns
+    it into a recorded failure (which would be one more write); the entry points catch it."""
+
+
 @dataclass
 class Context:
     kube: Kube
@@ -57,10 +64,21 @@ class Context:
     # when it is not `dataplane`'s; None = every shard is served by `dataplane`.
     plane_factory: Callable[[keys.MultigresVersion], DataPlane] | None = None
     _planes: dict[keys.MultigresVersion, DataPlane] = field(default_factory=dict)
+    # True while this agent holds its Lease (always, standalone); asked before every side effect.
+    may_act: Callable[[], bool] = lambda: True
+
+    def __post_init__(self) -> None:
+        self.kube.fence = self.fence
 
     def effect(self, name: str) -> None:
         if self.before_effect is not None:
             self.before_effect(name)
+        self.fence(name)
+
+    def fence(self, name: str) -> None:
+        """Refuse `name` unless this agent holds its Lease (every Kubernetes write checks it too)."""
+        if not self.may_act():
+            raise NotLeader(name)
 
     def plane_for(self, shard: Obj | None) -> DataPlane:
         """The adapter for the version the MultigresShard declares; `dataplane` when it declares none

@@ -8,14 +8,15 @@ register the database and cells (rate-limited).
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Iterator
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
 from . import backup_health, podinfo, roles, topology
-from .context import Context, Obj, ShardView
+from .context import Context, NotLeader, Obj, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
 from .kube import Conflict
 
@@ -24,9 +25,8 @@ ShardRef = tuple[str, tuple[tuple[str, str], ...]]
 
 
 class Agent:
-    def __init__(self, ctx: Context, is_leader: Callable[[], bool] = lambda: True) -> None:
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.is_leader = is_leader
         self._guard = threading.Lock()
         self._locks: dict[ShardRef, threading.Lock] = {}
         self._known: set[ShardRef] = set()
@@ -36,6 +36,19 @@ class Agent:
         self._mismatched: set[tuple] = set()  # shards already warned about a version mismatch
         self.passes = 0
         self.last_error: str = ""
+
+    def is_leader(self) -> bool:
+        """Whether this agent holds its Lease (always, standalone): every entry point asks first,
+        and every side effect again (`Context.effect`, the Kube writes)."""
+        return self.ctx.may_act()
+
+    @contextlib.contextmanager
+    def _leader_only(self) -> Iterator[None]:
+        """Ends a pass quietly at the first side effect refused because leadership is in doubt."""
+        try:
+            yield
+        except NotLeader as refused:
+            self.ctx.log.warning("not acting: this agent's leadership is in doubt", extra={"effect": str(refused)})
 
     # --- entry points (kopf handlers and the periodic loop call these) ------------------------------
     def remember(self, pod: Obj) -> ShardRef:
@@ -49,6 +62,12 @@ class Agent:
         self.reconcile(self.remember(pod))
 
     def on_shard(self, shard: Obj) -> None:
+        if not self.is_leader():
+            return
+        with self._leader_only():
+            self._on_shard(shard)
+
+    def _on_shard(self, shard: Obj) -> None:
         ns, name = podinfo.namespace(shard), podinfo.name(shard)
         topology.cleanup(self.ctx, shard)
         if podinfo.annotations(shard).get(keys.ANN_TOPOLOGY_CLEANUP) or podinfo.deleting(shard):
@@ -79,6 +98,8 @@ class Agent:
         for ref in refs:
             self.reconcile(ref)
         for ns, name in list(self._crs):
+            if not self.is_leader():
+                return
             shard = self.ctx.kube.get_shard(ns, name)
             if shard is None:
                 self._crs.pop((ns, name), None)
@@ -95,7 +116,7 @@ class Agent:
             return []
         with self._guard:
             lock = self._locks.setdefault(ref, threading.Lock())
-        with lock:
+        with lock, self._leader_only():
             try:
                 views = self._reconcile(ref)
                 self.last_error = ""
@@ -107,6 +128,7 @@ class Agent:
                 return []
             finally:
                 self.passes += 1
+        return []  # refused: leadership in doubt
 
     def _groups(self, namespace: str, selector: dict[str, str]) -> dict[tuple, list[Obj]]:
         groups: dict[tuple, list[Obj]] = {}

@@ -7,6 +7,7 @@ import contextlib
 import json
 import socket
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,6 +37,9 @@ class Kube:
         self.custom = client.CustomObjectsApi(api)
         self.component = component
         self.host = socket.gethostname()
+        # Called with the write's name before every write; the agent's Context makes it refuse
+        # writes while the agent does not hold its Lease.
+        self.fence: Callable[[str], None] = lambda name: None
 
     @staticmethod
     def _json(resp: Any) -> Obj:
@@ -71,6 +75,7 @@ class Kube:
                        missing_ok: bool = False) -> Obj | None:
         """Merge-patch labels/annotations; Conflict on a moved resourceVersion (with `precondition`);
         None instead of an error when the pod is gone and `missing_ok`."""
+        self.fence("patch-pod")
         body: dict[str, Any] = {"metadata": {}}
         if annotations:
             body["metadata"]["annotations"] = annotations
@@ -91,6 +96,7 @@ class Kube:
         return self._json(resp)
 
     def remove_pod_finalizer(self, pod: Obj, finalizer: str) -> None:
+        self.fence("remove-finalizer")
         current = list(podinfo.meta(pod).get("finalizers") or [])
         if finalizer not in current:
             return
@@ -109,6 +115,7 @@ class Kube:
 
     def set_pod_condition(self, pod: Obj, ctype: str, status: str, reason: str, message: str) -> Obj:
         """Set one pod condition (status subresource); returns the updated pod."""
+        self.fence("pod-condition")
         current = (pod.get("status") or {}).get("conditions") or []
         existing = next((c for c in current if c.get("type") == ctype), None)
         if existing and existing.get("status") == status and existing.get("reason") == reason:
@@ -128,6 +135,7 @@ class Kube:
         return self._json(resp)
 
     def patch_shard_annotations(self, shard: Obj, annotations: dict[str, str | None]) -> None:
+        self.fence("patch-shard")
         self.custom.patch_namespaced_custom_object(
             keys.API_GROUP, keys.API_VERSION, podinfo.namespace(shard), keys.SHARD_PLURAL, podinfo.name(shard),
             {"metadata": {"annotations": annotations}}, _content_type=MERGE,
@@ -135,6 +143,7 @@ class Kube:
 
     def event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
         """Best effort: an event that cannot be written must never stop a drain step."""
+        self.fence("event")
         meta = podinfo.meta(obj)
         involved = {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind", "Pod"),
                     "name": meta.get("name"), "namespace": meta.get("namespace"), "uid": meta.get("uid"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from ..lease import leadership_metrics
 from ..version import register_build_info
 
 _P = "multigres_pools_agent"
@@ -45,6 +46,7 @@ class Metrics:
         self.backup_healthy = Gauge(
             f"{_P}_backup_healthy", "1 when the newest complete backup is within the shard's healthThreshold, "
             "0 when it is older or there is none (the BackupHealthy condition).", _SHARD, registry=r)
+        self.leader, self.leadership_changes = leadership_metrics(r, _P)
         self.reconcile_errors = Counter(
             f"{_P}_reconcile_errors_total", "Shard passes that failed, by reason.", ["reason"], registry=r)
         self.leader = Gauge(f"{_P}_leader", "1 while this instance holds the Lease (or runs --standalone).",

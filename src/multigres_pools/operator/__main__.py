@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from .. import cli_help, logs
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+
+from .. import cli_help, lease, logs
 from ..kubeclient import api_client
 from . import cpu
 from .metrics import Metrics
@@ -65,10 +69,8 @@ def parser() -> argparse.ArgumentParser:
                    help="host:port serving /healthz, /readyz and /metrics")
     p.add_argument("--no-leader-elect", dest="leader_elect", action="store_false",
                    help="act without holding the Lease (only for a single local instance)")
-    p.add_argument("--lease-namespace", default=env("POD_NAMESPACE"),
-                   help="namespace of the leader-election Lease; default: $POD_NAMESPACE, else the first watched "
-                        "namespace")
-    p.add_argument("--lease-name", default="multigres-pools-operator", help="name of the leader-election Lease")
+    lease.add_arguments(p, keys.OPERATOR_LEASE_NAME, env("POD_NAMESPACE"),
+                        "namespace of the Lease (default: $POD_NAMESPACE, else the first watched namespace)")
     p.add_argument("--identity", default=env("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
                    help="holder identity in the Lease (default: $POD_NAME, else host-pid)")
     p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"),
@@ -92,10 +94,23 @@ async def _first(*aws: asyncio.Future | asyncio.Task) -> None:  # type: ignore[t
     await asyncio.wait(aws, return_when=asyncio.FIRST_COMPLETED)
 
 
-async def serve(args: argparse.Namespace) -> int:
+# The write-fence file the operator's ansible runs check before every write (module_utils/write_fence).
+FENCE_FILE = ".leader-fence"
+
+
+def _elector(args: argparse.Namespace, api: object, namespaces: list[str], timing: lease.ElectionTiming,
+             on_change: Callable[[bool, str], None]) -> lease.LeaderElector:
+    lease_ns = args.lease_namespace or (namespaces[0] if namespaces else None)
+    if not lease_ns:
+        raise ValueError("leader election needs --lease-namespace (or $POD_NAMESPACE) with --all-namespaces")
+    args.artifacts_dir.mkdir(parents=True, exist_ok=True)
+    return lease.LeaderElector(lease.LeaseApi(api, lease_ns, args.lease_name, timing.call_timeout),
+                               args.identity, timing, on_change, fence=args.artifacts_dir / FENCE_FILE)
+
+
+async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = None) -> int:
     from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, load_credentials
 
-    from ..lease import LeaseElector
     from . import health
     from .cache import WATCHED
     from .controller import Controller, Settings
@@ -114,49 +129,75 @@ async def serve(args: argparse.Namespace) -> int:
     creds = load_credentials(args.kubeconfig)
     metrics = Metrics()
     concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
-    # The playbook runs reach the cluster the way the operator does.
+    loop = asyncio.get_running_loop()
+    acquired, lost = asyncio.Event(), asyncio.Event()
+    elector: lease.LeaderElector | None = None
+    # The playbook runs reach the cluster the way the operator does, and check the write fence.
+    envvars = {"KUBECONFIG": str(args.kubeconfig)} if args.kubeconfig else {}
+    if args.leader_elect:
+        envvars[keys.ENV_WRITE_FENCE] = str(args.artifacts_dir / FENCE_FILE)
     runner = PlaybookRunner(root=args.artifacts_dir, playbook=args.playbook or DEFAULT_PLAYBOOK,
-                            keep_artifacts=args.keep_artifacts,
-                            envvars={"KUBECONFIG": str(args.kubeconfig)} if args.kubeconfig else {})
+                            keep_artifacts=args.keep_artifacts, envvars=envvars)
     loop_settings = Settings(concurrency=concurrency, coalesce=args.coalesce, resync_period=args.resync_period,
                              shutdown_grace=args.shutdown_grace, batch_size=args.batch_size,
                              full_check_period=args.full_check_period, warm_runners=args.warm_runners)
+
+    def may_write() -> bool:
+        # Before every run and every poll of a running one: a frozen instance that resumes is
+        # refused at once, even before its election thread notices.
+        return elector is None or (not elector.check() and elector.is_leader())
+
     controller = Controller(runner, loop_settings, metrics, report_invalid=InvalidSpecReporter(api),
-                            live=lambda: KubeClient(creds))
+                            live=lambda: KubeClient(creds), may_write=may_write)
     metrics.shard_conditions.source = controller.cache.shards
+
+    def changed(leading: bool, reason: str) -> None:  # on the event loop
+        metrics.leader.set(1 if leading else 0)
+        metrics.leadership_changes.labels("acquired" if leading else "released" if reason == "released"
+                                          else "lost").inc()
+        if leading:
+            acquired.set()
+        elif reason != "released":
+            controller.abort()
+            lost.set()
+
+    def from_thread(leading: bool, reason: str) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is already closed: nothing left to stop
+            loop.call_soon_threadsafe(changed, leading, reason)
+
+    if args.leader_elect:
+        try:
+            elector = _elector(args, api, namespaces, timing or lease.ElectionTiming(), from_thread)
+        except ValueError as exc:
+            log.error("%s", exc)
+            return 2
     log.info("operator starting: namespaces=%s concurrency=%d batch-size=%d warm-runners=%s "
              "(cgroup limits: cpu %s, memory %s)", namespaces or "*", concurrency, args.batch_size,
              args.warm_runners, cpu.cpu_limit(), cpu.memory_limit())
 
-    loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     synced = asyncio.Event()
-    elector = None
-    if args.leader_elect:
-        lease_ns = args.lease_namespace or (namespaces[0] if namespaces else None)
-        if not lease_ns:
-            log.error("leader election needs --lease-namespace (or $POD_NAMESPACE) with --all-namespaces")
-            return 2
-        elector = LeaseElector(api, lease_ns, args.lease_name, args.identity)
 
     def ready() -> bool:
-        return synced.is_set() and (elector is None or elector.is_leader)
+        return synced.is_set() and (elector is None or elector.is_leader())
 
     host, _, port = args.health_addr.rpartition(":")
     web = await health.serve(health.make_app(ready, metrics.registry), host or "0.0.0.0", int(port))
     aio = AsyncKube(creds)
     try:
         if elector is not None:
-            acquiring = asyncio.create_task(elector.acquire())
+            # A standby does nothing but take part in the election: no watch, no cache, no run.
+            elector.start()
+            acquiring = asyncio.create_task(acquired.wait())
             stopping = asyncio.create_task(stop.wait())
             await _first(acquiring, stopping)
+            stopping.cancel()
             if not acquiring.done():
                 acquiring.cancel()
+                await asyncio.to_thread(elector.stop)
                 return 0
-            stopping.cancel()
-            metrics.leader.set(1)
         # One list+watch per kind and watched namespace (or one per kind cluster-wide).
         scopes: list[str | None] = [None] if args.all_namespaces else list(namespaces)
         informers = [Informer(aio, kind, ns, functools.partial(controller.on_event, kind))
@@ -172,10 +213,10 @@ async def serve(args: argparse.Namespace) -> int:
 
         syncing = asyncio.create_task(all_synced())
         work = asyncio.create_task(controller.run(stop, synced))
-        holding = asyncio.create_task(elector.hold() if elector else asyncio.Event().wait())
+        holding = asyncio.create_task(lost.wait())
         waiting = asyncio.create_task(stop.wait())
         await _first(waiting, holding, *watching)
-        lost = holding.done()
+        lost_it = holding.done()
         crashed = next((t for t in watching if t.done() and not t.cancelled() and t.exception()), None)
         stop.set()
         holding.cancel()
@@ -184,10 +225,13 @@ async def serve(args: argparse.Namespace) -> int:
             task.cancel()
         await asyncio.gather(*watching, syncing, return_exceptions=True)
         if elector is not None:
-            await asyncio.to_thread(elector.release)
+            await asyncio.to_thread(elector.stop)  # releases the Lease only if still certainly ours
         metrics.leader.set(0)
-        if lost or crashed:
-            log.error("exiting: %s", "leadership lost" if lost else f"a watch stopped: {crashed.exception()}")
+        if lost_it:
+            log.error("stepped down: every run ended; exiting so that a restart runs as a candidate")
+            return 1
+        if crashed:
+            log.error("exiting: a watch stopped: %s", crashed.exception())
             return 1
         log.info("stopped cleanly")
         return 0
@@ -197,9 +241,11 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    cli = parser()
+    args = cli.parse_args(argv)
+    timing = lease.timing_from(args, cli)
     _setup_logging(args.log_level, args.log_format)
-    return asyncio.run(serve(args))
+    return asyncio.run(serve(args, timing))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ class Runner(Protocol):
 
     def warm(self, forks: int, cancel: Callable[[], bool] = ..., idle_timeout: float = ...) -> WarmRun: ...
 
+    def kill_runs(self) -> int: ...
+
 
 class InvalidSpecReporter(Protocol):
     def __call__(self, namespace: str, name: str, message: str) -> None: ...
@@ -90,8 +92,11 @@ def _no_live_client() -> KubeClient:
 class Controller:
     def __init__(self, runner: Runner, settings: Settings, metrics: Metrics | None = None,
                  backoff: Backoff | None = None, report_invalid: InvalidSpecReporter | None = None,
-                 cache: Cache | None = None, live: Callable[[], KubeClient] = _no_live_client) -> None:
+                 cache: Cache | None = None, live: Callable[[], KubeClient] = _no_live_client,
+                 may_write: Callable[[], bool] = lambda: True) -> None:
         self.runner = runner
+        # False once this instance's leadership is in doubt: no run starts, running ones are killed.
+        self.may_write = may_write
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.backoff = backoff or Backoff()
@@ -152,6 +157,22 @@ class Controller:
         if key is not None and self.router.knows(key):
             self.queue.add(key, background=background)
 
+    def abort(self) -> None:
+        """Leadership is in doubt: start nothing more and kill the running playbooks now (their
+        ansible-runner cancel kills each run's process group), without the shutdown grace."""
+        log.warning("aborting: %d reconcile(s) running are killed", len(self.queue.queue.processing()))
+        self._cancel.set()
+        self.queue.close()
+        self.runner.kill_runs()
+
+    def _cancelled(self) -> bool:
+        """ansible-runner's cancel callback, polled every second by each run: when True, every run
+        is killed with all its processes first (ansible-runner's own kill misses the workers)."""
+        if self._cancel.is_set() or not self.may_write():
+            self.runner.kill_runs()
+            return True
+        return False
+
     # --- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event, synced: asyncio.Event | None = None) -> None:
         """Drain the queue until `stop`; workers start once `synced` is set (the caches hold full
@@ -185,7 +206,7 @@ class Controller:
         try:
             while True:
                 if warm is None and self.settings.warm_runners:
-                    warm = await asyncio.to_thread(self.runner.warm, forks, self._cancel.is_set,
+                    warm = await asyncio.to_thread(self.runner.warm, forks, self._cancelled,
                                                    self.settings.warm_idle_timeout)
                 # The first ready key plus the keys already due: a batch never waits to fill up.
                 batch = await self.queue.get_batch(self.settings.batch_size, background=background)
@@ -249,6 +270,9 @@ class Controller:
 
     async def _run(self, keys: list[ShardKey], verdicts: Mapping[ShardKey, Verdict | None], forks: int | None,
                    warm: WarmRun | None) -> dict[ShardKey, Outcome]:
+        if self._cancelled():
+            canceled = Outcome(Result.CANCELED, "not run: this instance's leadership is in doubt")
+            return {key: await self._settle(key, canceled) for key in keys}
         observed = {k: v.snapshot for k in keys if (v := verdicts.get(k)) is not None and v.snapshot is not None}
         self.handed.update({k: v for k in keys if (v := verdicts.get(k)) is not None})
         self.metrics.running.inc(len(keys))
@@ -258,7 +282,7 @@ class Controller:
             if warm is not None:
                 reports = await asyncio.to_thread(warm.hand, keys, observed)
             if reports is None:
-                reports = await asyncio.to_thread(self.runner.run_batch, keys, self._cancel.is_set, forks, observed)
+                reports = await asyncio.to_thread(self.runner.run_batch, keys, self._cancelled, forks, observed)
             error = None
         except Exception as exc:  # the runner itself broke (disk full, bad config): retry later
             log.exception("runner failed for %s", ", ".join(f"{ns}/{name}" for ns, name in keys))
@@ -310,7 +334,7 @@ class Controller:
                 self.backoff.success(key)
                 self.queue.queue.gate(key, float("inf"))
                 log.warning("%s/%s: invalid spec: %s", namespace, name, outcome.message)
-                if not outcome.status_written and self.report_invalid is not None:
+                if not outcome.status_written and self.report_invalid is not None and self.may_write():
                     await asyncio.to_thread(self.report_invalid, namespace, name, outcome.message)
             case Result.ERROR:
                 delay = self.backoff.failure(key)

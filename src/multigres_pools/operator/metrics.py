@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ..lease import leadership_metrics
 from ..version import register_build_info
 
 _DURATION_BUCKETS = (0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
@@ -76,8 +77,7 @@ class Metrics:
                                    "ansible-runner runs of the reconcile playbook (one per batch).", registry=r)
         self.cache_objects = Gauge("multigres_pools_operator_cache_objects",
                                    "Objects held in the watch caches.", registry=r)
-        self.leader = Gauge("multigres_pools_operator_leader", "1 while this instance holds the Lease.",
-                            registry=r)
+        self.leader, self.leadership_changes = leadership_metrics(r, "multigres_pools_operator")
         self.build_info = register_build_info(r, "operator")
         self.shard_conditions = ShardConditions()
         r.register(self.shard_conditions)

@@ -32,7 +32,7 @@ from typing import Any
 import ansible_runner
 
 from ..paths import collection_root, playbook
-from . import artifacts
+from . import artifacts, proctree
 from .relevance import ShardKey
 
 REPO_ROOT = collection_root()
@@ -190,11 +190,25 @@ class PlaybookRunner:
                 forks=max(1, min(forks or len(keys), len(keys))),
                 envvars=self._env(), quiet=True, verbosity=self.verbosity or None, timeout=self.timeout,
                 event_handler=collector, cancel_callback=cancel, rotate_artifacts=0,
+                settings={"pexpect_timeout": 1},  # the cancel callback is polled this often
             )
             status, rc = result.status, result.rc
         finally:
             self._file_events(pdd, ident, keys)
         return _reports(keys, collector, status, rc, started, ident)
+
+    def kill_runs(self) -> int:
+        """SIGKILL every run of this runner with every process it started; returns how many died.
+
+        ansible-runner's cancel kills the run's process group only, and ansible-playbook puts each
+        worker in a session of its own, so the workers, with the module each runs, would outlive it
+        and go on writing. The runs are our children whose command line names our batches dir."""
+        marker = str(self.root / BATCHES_DIR)
+        links = proctree.children()
+        runs = [pid for pid in links.get(os.getpid(), []) if marker in proctree.cmdline(pid)]
+        doomed = proctree.tree(runs, links)
+        proctree.kill(doomed)
+        return len(doomed)
 
     def warm(self, forks: int, cancel: Callable[[], bool] = lambda: False, idle_timeout: float = 300.0) -> WarmRun:
         """Start a run that waits for its batch (see `WarmRun`)."""
