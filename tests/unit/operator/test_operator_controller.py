@@ -51,7 +51,8 @@ def test_scheduling_by_outcome(tmp_path: Path, batch_size: int) -> None:
         loop = asyncio.create_task(ctl.run(stop))
 
         async def until(check) -> None:  # type: ignore[no-untyped-def]
-            for _ in range(600):
+            # A generous deadline: each pass is a real ansible-playbook run, seconds each on a loaded machine.
+            for _ in range(3600):
                 if check():
                     return
                 await asyncio.sleep(0.05)
