@@ -22,6 +22,9 @@ options:
     description: Seconds to wait for a batch before returning an empty one.
     type: float
     default: 300
+requirements:
+  - python >= 3.11
+  - pydantic >= 2.14 and PyYAML on the controller (the engine is imported before the batch arrives)
 author:
   - multigres.pools maintainers
 """

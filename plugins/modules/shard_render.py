@@ -47,6 +47,10 @@ attributes:
   diff_mode:
     support: full
     description: The diff lists the files that would be written or removed.
+requirements:
+  - python >= 3.11
+  - pydantic >= 2.14 (meta/requirements.txt pins the tested version)
+  - PyYAML
 author:
   - multigres.pools maintainers
 """
@@ -82,14 +86,13 @@ changed_files:
   elements: str
 """
 
-import yaml  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils import inputs, output, render_folder  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils.model import (  # noqa: E402
-    DnsLabel,
-    SpecError,
-    value_problem,
-)
+from ansible_collections.multigres.pools.plugins.module_utils import deps  # noqa: E402
+
+if deps.HAS_ENGINE:  # else main() fails with the missing library's name and the pip command
+    import yaml
+    from ansible_collections.multigres.pools.plugins.module_utils import inputs, output, render_folder
+    from ansible_collections.multigres.pools.plugins.module_utils.model import DnsLabel, SpecError, value_problem
 
 
 def _load(shards: list[dict], previous: dict) -> tuple[list, list[str]]:
@@ -151,6 +154,9 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
+    problem = deps.engine_problem()
+    if problem:
+        module.fail_json(msg=problem[0], exception=problem[1])
     run(module)
 
 
