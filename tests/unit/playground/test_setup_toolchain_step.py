@@ -31,8 +31,8 @@ def _scratch_repo(root: Path) -> Path:
     python.write_text(RECORDER)
     python.chmod(0o755)
     # The venv is "up to date" and kubernetes.core "unpacked", so setup goes straight to the build steps.
-    digest = subprocess.run("sha256sum requirements.txt meta/requirements.txt pyproject.toml | sha256sum | cut -c1-16", shell=True,
-                            cwd=repo, capture_output=True, text=True, check=True).stdout
+    digest = subprocess.run("sha256sum requirements.txt meta/requirements.txt pyproject.toml | sha256sum | cut -c1-16",
+                            shell=True, cwd=repo, capture_output=True, text=True, check=True).stdout
     (repo / ".venv" / ".requirements.sha").write_text(digest)
     manifest = repo / ".venv/collections/ansible_collections/kubernetes/core/MANIFEST.json"
     manifest.parent.mkdir(parents=True)
