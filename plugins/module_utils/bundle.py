@@ -189,6 +189,7 @@ def files(image: str = DEFAULT_IMAGE) -> dict[str, str]:
         order += [f"{command}-{part}.yaml" for part in (
             "serviceaccount", "clusterrole", "clusterrolebinding", "role", "rolebinding", "deployment")]
     texts.update({path: output.dump(obj) for path, obj in objects.items()})
-    assert sorted(order) == sorted(texts), "every bundle file is listed once in the kustomization"
+    if sorted(order) != sorted(texts):
+        raise AssertionError("every bundle file is listed once in the kustomization")
     texts["kustomization.yaml"] = output.dump(output.kustomization(order))
     return dict(sorted(texts.items()))

@@ -11,14 +11,14 @@ import traceback
 from ansible.module_utils.basic import missing_required_lib
 
 try:
-    import pydantic  # noqa: F401
+    import pydantic  # noqa: F401  # pylint: disable=unused-import
 except ImportError:
     HAS_PYDANTIC, PYDANTIC_IMPORT_ERROR = False, traceback.format_exc()
 else:
     HAS_PYDANTIC, PYDANTIC_IMPORT_ERROR = True, None
 
 try:
-    import yaml  # noqa: F401
+    import yaml  # noqa: F401  # pylint: disable=unused-import
 except ImportError:
     HAS_YAML, YAML_IMPORT_ERROR = False, traceback.format_exc()
 else:

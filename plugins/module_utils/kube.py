@@ -36,6 +36,7 @@ _PLURALS: dict[str, str] = {"Endpoints": "endpoints"}
 
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
+
 class KubeError(Exception):
     def __init__(self, status: int, message: str, body: Manifest | None = None) -> None:
         super().__init__(f"HTTP {status}: {message}")

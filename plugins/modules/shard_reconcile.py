@@ -78,7 +78,7 @@ requirements:
   - cryptography (generates the shard's TLS certificates; ansible-core depends on it)
   - kubernetes (only for a kubeconfig user with a legacy C(auth-provider))
 author:
-  - multigres.pools maintainers
+  - multigres.pools maintainers (@multigres)
 """
 
 EXAMPLES = r"""

@@ -52,7 +52,7 @@ requirements:
   - pydantic >= 2.14 (meta/requirements.txt pins the tested version)
   - PyYAML
 author:
-  - multigres.pools maintainers
+  - multigres.pools maintainers (@multigres)
 """
 
 EXAMPLES = r"""
@@ -125,7 +125,7 @@ def run(module: AnsibleModule) -> None:
     named, problems = _load(p["shards"], p["previous"])
     if problems:
         module.fail_json(msg="invalid MultigresShard: " + "; ".join(problems), errors=problems)
-    files = render_folder.render_files([shard for _, shard in named], p["namespace"], p["include"])
+    files = render_folder.render_files([shard for _where, shard in named], p["namespace"], p["include"])
     result = {
         "changed": False,
         "files": files,
