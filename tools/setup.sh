@@ -18,7 +18,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 stamp=.venv/.requirements.sha
-want=$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+want=$(sha256sum requirements.txt meta/requirements.txt pyproject.toml | sha256sum | cut -c1-16)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: creating .venv and installing pinned packages"
   "$py" -m venv .venv
@@ -27,7 +27,11 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "$want" > "$stamp"
 fi
 
-# multigres.pools is this checkout; kubernetes.core comes from the `ansible` wheel on PyPI.
+# Ansible sees this checkout as multigres.pools only through ansible.cfg's collections_path (so only
+# with this checkout's ansible.cfg): nothing here goes on sys.path, where every Ansible run of the
+# venv would find it and shadow an installed copy. Plain Python imports of
+# `ansible_collections.multigres.pools` come from the editable install (pyproject.toml maps it).
+# kubernetes.core comes from the `ansible` wheel on PyPI.
 coll=.venv/collections/ansible_collections
 mkdir -p "$coll/multigres"
 ln -sfn "$repo" "$coll/multigres/pools"
@@ -47,7 +51,7 @@ PY
   rm -rf "$tmp"
 fi
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-echo "$repo/.venv/collections" > "$site/multigres_pools_collections.pth"
+rm -f "$site/multigres_pools_collections.pth"  # what older set-ups wrote (the leak above)
 
 # Real etcd, kube-apiserver and kube-controller-manager, built once per machine.
 if [ -z "${SKIP_TEST_BINARIES:-}" ]; then

@@ -13,10 +13,13 @@ from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+from ansible_collections.multigres.pools.plugins.module_utils import deps, reconcile_args
 
 # Imported at load time on purpose: the strategy loads this class in the main ansible-playbook
-# process, so every worker it forks starts with the engine already imported.
-from ansible_collections.multigres.pools.plugins.module_utils import reconcile_task
+# process, so every worker it forks starts with the engine already imported. A controller without
+# the engine's libraries runs the module instead, which names the missing one.
+if deps.HAS_ENGINE:
+    from ansible_collections.multigres.pools.plugins.module_utils import reconcile_task
 
 LOCAL_CONNECTIONS = frozenset({"local", "ansible.builtin.local"})
 # Set to 0 to always run the module in its own process (to compare, or to debug the module path).
@@ -27,7 +30,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
     def _in_process(self, task_vars: dict[str, Any]) -> bool:
-        if os.environ.get(IN_PROCESS_ENV, "1") == "0":
+        if os.environ.get(IN_PROCESS_ENV, "1") == "0" or not deps.HAS_ENGINE:
             return False
         if self._play_context.connection not in LOCAL_CONNECTIONS:
             return False
@@ -42,10 +45,10 @@ class ActionModule(ActionBase):
             return self._execute_module(module_name="multigres.pools.shard_reconcile",
                                         module_args=self._task.args, task_vars=task_vars)
         result = super().run(tmp, task_vars)
-        validator = ArgumentSpecValidator(reconcile_task.ARGUMENT_SPEC,
-                                          mutually_exclusive=reconcile_task.MUTUALLY_EXCLUSIVE,
-                                          required_one_of=reconcile_task.REQUIRED_ONE_OF,
-                                          required_by=reconcile_task.REQUIRED_BY)
+        validator = ArgumentSpecValidator(reconcile_args.ARGUMENT_SPEC,
+                                          mutually_exclusive=reconcile_args.MUTUALLY_EXCLUSIVE,
+                                          required_one_of=reconcile_args.REQUIRED_ONE_OF,
+                                          required_by=reconcile_args.REQUIRED_BY)
         validated = validator.validate(self._task.args)
         if validated.error_messages:
             return {**result, "failed": True, "msg": "; ".join(validated.error_messages)}

@@ -105,7 +105,7 @@ def update(path: str | Path) -> bool:
     doc = Path(path)
     text = doc.read_text()
     head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    tail = rest.split(END, 1)[1]
     new = f"{head}{reference()}{tail}"
     if new != text:
         doc.write_text(new)
@@ -113,4 +113,4 @@ def update(path: str | Path) -> bool:
 
 
 if __name__ == "__main__":
-    print("updated" if update(sys.argv[1]) else "up to date")
+    sys.stdout.write("updated\n" if update(sys.argv[1]) else "up to date\n")

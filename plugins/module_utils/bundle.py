@@ -210,7 +210,8 @@ def files(image: str = DEFAULT_IMAGE) -> dict[str, str]:
             "serviceaccount", "clusterrole", "clusterrolebinding", "role", "rolebinding", "deployment",
             "metrics-service")]
     texts.update({path: output.dump(obj) for path, obj in objects.items()})
-    assert sorted(order) == sorted(texts), "every bundle file is listed once in the kustomization"
+    if sorted(order) != sorted(texts):
+        raise AssertionError("every bundle file is listed once in the kustomization")
     texts["kustomization.yaml"] = output.dump(output.kustomization(order))
     texts.update(monitoring.files())  # its own kustomization: apply it only where the CRDs exist
     return dict(sorted(texts.items()))

@@ -112,7 +112,7 @@ class _LimitedLoader(yaml.composer.Composer, _Parser, yaml.constructor.SafeConst
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
             seen: dict[str, yaml.Mark] = {}
-            for key, _ in node.value:
+            for key, _value in node.value:
                 if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
                     if key.value in seen:
                         raise self._fail(key.start_mark, f"duplicate key {key.value!r} (first at "

@@ -38,6 +38,7 @@ _PLURALS: dict[str, str] = {"Endpoints": "endpoints"}
 
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
+
 class KubeError(Exception):
     def __init__(self, status: int, message: str, body: Manifest | None = None) -> None:
         super().__init__(f"HTTP {status}: {message}")
@@ -160,7 +161,11 @@ def _exec_credentials(spec: Manifest) -> Manifest:
 
 def _legacy_loader(path: Path, context: str | None) -> Credentials:
     """auth-provider kubeconfigs (gcp, oidc, azure): let the kubernetes package produce a token."""
-    from kubernetes import client, config
+    try:
+        from kubernetes import client, config
+    except ImportError:
+        raise ValueError("a kubeconfig user with `auth-provider` needs the `kubernetes` Python library: "
+                         "pip install kubernetes (meta/requirements.txt pins the tested version)") from None
 
     cfg = client.Configuration()
     config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg)

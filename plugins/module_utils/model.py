@@ -58,6 +58,7 @@ def go_duration_seconds(text: str) -> Decimal:
     """Seconds in a `GoDuration` string (already matched by its pattern)."""
     return sum((Decimal(n) * _GO_DURATION_UNIT[u] for n, u in _GO_DURATION_PART.findall(text)), Decimal(0))
 
+
 LogLevel = Literal["debug", "info", "warn", "error"]
 PullPolicy = Literal["Always", "IfNotPresent", "Never"]
 AccessMode = Literal["ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod", "ReadOnlyMany"]

@@ -43,7 +43,8 @@ def parse(value: str | int | float) -> Decimal:
     if not is_quantity(value):
         raise ValueError(f"{value!r} is not a Kubernetes quantity (for example 10Gi, 500Mi, 1.5G)")
     number = _NUMBER.match(value)
-    assert number is not None  # guaranteed by PATTERN
+    if number is None:  # guaranteed by PATTERN
+        raise AssertionError(f"{value!r} passed PATTERN but has no number")
     base = Decimal(number.group(0))
     suffix = value[number.end():]
     if suffix in _BINARY:

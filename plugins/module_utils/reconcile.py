@@ -91,8 +91,8 @@ def request_problems(request: Request) -> list[str]:
         if problem:
             problems.append(f"{field_name}: {value!r}: {problem}")
     timeout = request.cleanup_timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not (math.isfinite(timeout)
-                                                                                  and timeout >= 0):
+    finite = isinstance(timeout, int | float) and not isinstance(timeout, bool) and math.isfinite(timeout)
+    if not (finite and timeout >= 0):
         problems.append(f"cleanup_timeout: {timeout!r}: must be a finite number of seconds, 0 or more")
     for field_name, data, load in (("shard", request.definition, model.load_shard),
                                    ("spec", request.spec, model.load_spec)):

@@ -11,21 +11,9 @@ from yaml import YAMLError
 
 from . import kube, snapshot
 from .reconcile import Request, request_problems, run_pass
+from .reconcile_args import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, REQUIRED_BY, REQUIRED_ONE_OF
 
-ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
-    "shard": {"type": "dict"},
-    "spec": {"type": "dict"},
-    "name": {"type": "str"},
-    "namespace": {"type": "str"},
-    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-    "cleanup_timeout": {"type": "float", "default": 120.0},
-    "kubeconfig": {"type": "path"},
-    "context": {"type": "str"},
-    "observed": {"type": "path"},
-}
-REQUIRED_ONE_OF = [("shard", "spec", "name")]
-MUTUALLY_EXCLUSIVE = [("shard", "spec", "name")]
-REQUIRED_BY = {"spec": "namespace", "name": "namespace"}
+__all__ = ["ARGUMENT_SPEC", "MUTUALLY_EXCLUSIVE", "REQUIRED_BY", "REQUIRED_ONE_OF", "request", "run"]
 
 
 def request(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> Request:

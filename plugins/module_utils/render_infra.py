@@ -139,7 +139,8 @@ def generated_password(ctx: ShardContext) -> GeneratedPassword | None:
 def pgbackrest_certificate(ctx: ShardContext) -> Manifest:
     """A cert-manager Certificate valid for every pool pod's FQDN, for server and client auth."""
     tls = ctx.spec.backup.pgbackrest_tls
-    assert tls.issuer_ref is not None  # guaranteed by the model rule tls-cert-manager-needs-issuer
+    if tls.issuer_ref is None:  # guaranteed by the model rule tls-cert-manager-needs-issuer
+        raise AssertionError("backup.pgbackrestTLS: cert-manager without an issuerRef passed the model")
     domains = pgbackrest_dns_names(ctx)
     secret = naming.pgbackrest_tls_secret_name(ctx.sid)
     return {

@@ -22,8 +22,20 @@ options:
     description: Seconds to wait for a batch before returning an empty one.
     type: float
     default: 300
+requirements:
+  - python >= 3.11
+  - pydantic >= 2.14 and PyYAML on the controller (the engine is imported before the batch arrives)
 author:
-  - multigres.pools maintainers
+  - multigres.pools maintainers (@multigres)
+"""
+
+EXAMPLES = r"""
+# The first play of playbooks/operator_batch.yml; the operator sets operator_job_fifo.
+- name: Take the batch
+  multigres.pools.operator_job:
+    fifo: "{{ operator_job_fifo }}"
+    idle_timeout: 300
+  register: operator_job
 """
 
 RETURN = r"""

@@ -71,8 +71,14 @@ attributes:
   diff_mode:
     support: full
     description: Shows the plan (each action with its reason) and a before/after diff per object.
+requirements:
+  - python >= 3.11
+  - pydantic >= 2.14 (meta/requirements.txt pins the tested version)
+  - PyYAML
+  - cryptography (generates the shard's TLS certificates; ansible-core depends on it)
+  - kubernetes (only for a kubeconfig user with a legacy C(auth-provider))
 author:
-  - multigres.pools maintainers
+  - multigres.pools maintainers (@multigres)
 """
 
 EXAMPLES = r"""
@@ -160,17 +166,23 @@ errors:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils import reconcile_task  # noqa: E402
+from ansible_collections.multigres.pools.plugins.module_utils import deps, reconcile_args  # noqa: E402
+
+if deps.HAS_ENGINE:  # else main() fails with the missing library's name and the pip command
+    from ansible_collections.multigres.pools.plugins.module_utils import reconcile_task
 
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=reconcile_task.ARGUMENT_SPEC,
-        required_one_of=reconcile_task.REQUIRED_ONE_OF,
-        mutually_exclusive=reconcile_task.MUTUALLY_EXCLUSIVE,
-        required_by=reconcile_task.REQUIRED_BY,
+        argument_spec=reconcile_args.ARGUMENT_SPEC,
+        required_one_of=reconcile_args.REQUIRED_ONE_OF,
+        mutually_exclusive=reconcile_args.MUTUALLY_EXCLUSIVE,
+        required_by=reconcile_args.REQUIRED_BY,
         supports_check_mode=True,
     )
+    problem = deps.engine_problem()
+    if problem:
+        module.fail_json(msg=problem[0], exception=problem[1])
     out, warnings = reconcile_task.run(module.params, check_mode=module.check_mode, diff=module._diff)
     for line in warnings:
         module.warn(line)

@@ -47,8 +47,12 @@ attributes:
   diff_mode:
     support: full
     description: The diff lists the files that would be written or removed.
+requirements:
+  - python >= 3.11
+  - pydantic >= 2.14 (meta/requirements.txt pins the tested version)
+  - PyYAML
 author:
-  - multigres.pools maintainers
+  - multigres.pools maintainers (@multigres)
 """
 
 EXAMPLES = r"""
@@ -82,14 +86,13 @@ changed_files:
   elements: str
 """
 
-import yaml  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils import inputs, output, render_folder  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils.model import (  # noqa: E402
-    DnsLabel,
-    SpecError,
-    value_problem,
-)
+from ansible_collections.multigres.pools.plugins.module_utils import deps  # noqa: E402
+
+if deps.HAS_ENGINE:  # else main() fails with the missing library's name and the pip command
+    import yaml
+    from ansible_collections.multigres.pools.plugins.module_utils import inputs, output, render_folder
+    from ansible_collections.multigres.pools.plugins.module_utils.model import DnsLabel, SpecError, value_problem
 
 
 def _load(shards: list[dict], previous: dict) -> tuple[list, list[str]]:
@@ -122,7 +125,7 @@ def run(module: AnsibleModule) -> None:
     named, problems = _load(p["shards"], p["previous"])
     if problems:
         module.fail_json(msg="invalid MultigresShard: " + "; ".join(problems), errors=problems)
-    files = render_folder.render_files([shard for _, shard in named], p["namespace"], p["include"])
+    files = render_folder.render_files([shard for _where, shard in named], p["namespace"], p["include"])
     result = {
         "changed": False,
         "files": files,
@@ -151,6 +154,9 @@ def main() -> None:
         },
         supports_check_mode=True,
     )
+    problem = deps.engine_problem()
+    if problem:
+        module.fail_json(msg=problem[0], exception=problem[1])
     run(module)
 
 

@@ -23,15 +23,16 @@ exit 0
 def _scratch_repo(root: Path) -> Path:
     repo = root / "repo"
     (repo / "tools").mkdir(parents=True)
-    for name in ("tools/setup.sh", "requirements.txt", "pyproject.toml"):
+    (repo / "meta").mkdir()
+    for name in ("tools/setup.sh", "requirements.txt", "meta/requirements.txt", "pyproject.toml"):
         shutil.copy(REPO / name, repo / name)
     python = repo / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text(RECORDER)
     python.chmod(0o755)
     # The venv is "up to date" and kubernetes.core "unpacked", so setup goes straight to the build steps.
-    digest = subprocess.run("sha256sum requirements.txt pyproject.toml | sha256sum | cut -c1-16", shell=True,
-                            cwd=repo, capture_output=True, text=True, check=True).stdout
+    digest = subprocess.run("sha256sum requirements.txt meta/requirements.txt pyproject.toml | sha256sum | cut -c1-16",
+                            shell=True, cwd=repo, capture_output=True, text=True, check=True).stdout
     (repo / ".venv" / ".requirements.sha").write_text(digest)
     manifest = repo / ".venv/collections/ansible_collections/kubernetes/core/MANIFEST.json"
     manifest.parent.mkdir(parents=True)
