@@ -49,6 +49,4 @@ class Metrics:
         self.leader, self.leadership_changes = leadership_metrics(r, _P)
         self.reconcile_errors = Counter(
             f"{_P}_reconcile_errors_total", "Shard passes that failed, by reason.", ["reason"], registry=r)
-        self.leader = Gauge(f"{_P}_leader", "1 while this instance holds the Lease (or runs --standalone).",
-                            registry=r)
         self.build_info = register_build_info(r, "agent")
