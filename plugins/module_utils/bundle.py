@@ -181,7 +181,7 @@ def _deployment(name: str, image: str, command: str, extra_args: tuple[str, ...]
 
 
 # The agent may change only pool pods: RBAC cannot select objects by label, admission can.
-AGENT_POD_POLICY = f"{AGENT}-pool-pods-only"
+AGENT_POD_POLICY = keys.AGENT_POD_POLICY
 AGENT_POD_POLICY_MESSAGE = (f"{AGENT} may change only pool pods (label "
                             f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}, kept as it was)")
 

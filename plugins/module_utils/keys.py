@@ -67,6 +67,8 @@ INSTALL_NAMESPACE = "multigres-pools-system"
 INSTALL_APP_NAME = "multigres-pools"
 OPERATOR_COMPONENT = "multigres-pools-operator"
 AGENT_COMPONENT = "multigres-pools-agent"
+# The ValidatingAdmissionPolicy (and its binding) that lets the agent change pool pods only.
+AGENT_POD_POLICY = "multigres-pools-agent-pool-pods-only"
 
 # --- annotations (contract §3.3) -----------------------------------------------------------------
 ANN_DRAIN_STATE = "drain.multigres.com/state"
