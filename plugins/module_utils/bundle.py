@@ -1,8 +1,12 @@
 """The install bundle: CRD, least-privilege RBAC (every verb justified), operator and agent Deployments
 and their metrics Services; the optional monitoring/ folder (monitoring.py) needs the Prometheus Operator.
 
-RBAC files carry a YAML comment above each rule saying why the verb is needed; `files()` returns
-{file name: text} ready to write, byte-stable like every other rendered folder.
+Namespaced by default: a Role and RoleBinding per watched namespace, so neither ServiceAccount can
+touch anything outside the namespaces it is given; `cluster_wide=True` grants the same rules
+through ClusterRoles instead. RBAC files carry a YAML comment above each rule saying why the verb
+is needed, and `permissions_table()` renders the same grants as the table in docs/install.md (the
+one source both the manifests and the docs come from). `files()` returns {file name: text} ready
+to write, byte-stable like every other rendered folder.
 """
 
 from __future__ import annotations
@@ -19,7 +23,16 @@ NAMESPACE = keys.INSTALL_NAMESPACE
 OPERATOR = keys.OPERATOR_COMPONENT
 AGENT = keys.AGENT_COMPONENT
 DEFAULT_IMAGE = "ghcr.io/multigres/pools:0.1.0"
+# Watched when nothing else is asked for: a namespace every cluster has, so the bundle applies as is.
+DEFAULT_WATCH_NAMESPACES = ("default",)
 _UID = 65532  # a fixed non-root uid, so runAsNonRoot is verifiable whatever the image's USER
+# Where a grant applies, as docs/install.md's table says it.
+WATCHED, INSTALL = "watched namespaces", "install namespace"
+
+
+def service_account(name: str) -> str:
+    """The username the API server gives the bundle's ServiceAccount `name`."""
+    return f"system:serviceaccount:{NAMESPACE}:{name}"
 
 
 @dataclass(frozen=True)
@@ -37,7 +50,7 @@ _CHILD_VERBS = ("create", "get", "list", "watch", "patch", "delete")
 _SHARDS = (keys.SHARD_PLURAL,)
 _OUR_GROUP = (keys.API_GROUP,)
 
-OPERATOR_CLUSTER_GRANTS = (
+OPERATOR_GRANTS = (
     Grant("Watch MultigresShards to reconcile them; patch adds and removes the shard-cleanup finalizer and "
           "the topology-cleanup annotations; update is the fallback for finalizer edits on old servers.",
           _OUR_GROUP, _SHARDS, ("get", "list", "watch", "patch", "update")),
@@ -58,16 +71,18 @@ OPERATOR_CLUSTER_GRANTS = (
           ("cert-manager.io",), ("certificates",), _CHILD_VERBS),
     Grant("pgbackrestTLS.mode auto: list and watch (metadata only, the operator's cache) find the shard's "
           "generated TLS Secrets, create makes the CA Secret once, patch (re-)issues the certificate Secret, get "
-          "reads the CA key to sign it. The engine never reports Secret data and never deletes a Secret it did "
-          "not generate.",
+          "reads the CA key to sign it. The engine never reports Secret data and never deletes a Secret: the "
+          "generated ones are owned by the shard, and the garbage collector removes them with it.",
           ("",), ("secrets",), ("get", "list", "watch", "create", "patch")),
+    # No delete on Secrets: reconcile.decide does not list them while a shard is deleted.
     Grant("Report what happened (DrainStarted, PodCreated, ...) as Events on the MultigresShard; patch "
           "lets the client aggregate repeats.", ("", "events.k8s.io"), ("events",), ("create", "patch")),
 )
 
-AGENT_CLUSTER_GRANTS = (
+AGENT_GRANTS = (
     Grant("Watch pool pods; patch publishes the role label, walks the drain annotations and removes the "
-          "pooler-unregister finalizer once the pooler is unregistered.",
+          "pooler-unregister finalizer once the pooler is unregistered. Admission (agent-pod-policy.yaml) refuses "
+          "its writes to any pod that is not a pool pod.",
           ("",), ("pods",), ("get", "list", "watch", "patch")),
     Grant("Set the DrainStalled pod condition when a drain step is stuck past the threshold.",
           ("",), ("pods/status",), ("patch",)),
@@ -184,8 +199,121 @@ def _metrics_service(name: str) -> Manifest:
     }
 
 
-def files(image: str = DEFAULT_IMAGE) -> dict[str, str]:
-    """{file name: text} of the whole bundle, kustomization.yaml included."""
+# The agent may change only pool pods: RBAC cannot select objects by label, admission can.
+AGENT_POD_POLICY = keys.AGENT_POD_POLICY
+AGENT_POD_POLICY_MESSAGE = (f"{AGENT} may change only pool pods (label "
+                            f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}, kept as it was)")
+
+
+def _is_pool_pod(var: str) -> str:
+    return (f"has({var}.metadata.labels) && '{keys.LABEL_APP_COMPONENT}' in {var}.metadata.labels && "
+            f"{var}.metadata.labels['{keys.LABEL_APP_COMPONENT}'] == '{keys.COMPONENT_POOL}'")
+
+
+def agent_pod_policy() -> tuple[Manifest, Manifest]:
+    """A ValidatingAdmissionPolicy and its binding: the agent's pod writes (patch is an UPDATE) are
+    refused unless the pod was a pool pod and stays one."""
+    meta = {"name": AGENT_POD_POLICY, "labels": _labels(AGENT)}
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": meta,
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                "resources": ["pods", "pods/status"]}]},
+            "matchConditions": [{"name": "the-agent-only",
+                                 "expression": f"request.userInfo.username == '{service_account(AGENT)}'"}],
+            "validations": [{"expression": f"{_is_pool_pod('oldObject')} && {_is_pool_pod('object')}",
+                             "message": AGENT_POD_POLICY_MESSAGE, "reason": "Forbidden"}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": meta,
+        "spec": {"policyName": AGENT_POD_POLICY, "validationActions": ["Deny"]},
+    }
+    return policy, binding
+
+
+@dataclass(frozen=True)
+class Permission:
+    """One row of docs/install.md's permission table."""
+
+    account: str
+    where: str
+    grant: Grant
+
+
+def permissions() -> list[Permission]:
+    """Every grant of the bundle, whatever its scope: the shard grants apply in each watched
+    namespace (or cluster-wide), the Lease grant in the install namespace."""
+    rows = []
+    for account, grants in ((OPERATOR, OPERATOR_GRANTS), (AGENT, AGENT_GRANTS)):
+        rows += [Permission(account, WATCHED, grant) for grant in grants]
+        rows.append(Permission(account, INSTALL, LEASE_GRANT))
+    return rows
+
+
+TABLE_HEADER = ("| ServiceAccount | Where | API groups | Resources | Verbs | Why |\n"
+                "|---|---|---|---|---|---|\n")
+
+
+def permissions_table() -> str:
+    """docs/install.md's table, written from the grants (`core` is the empty API group)."""
+    def cell(values: tuple[str, ...]) -> str:
+        return ", ".join(f"`{v or 'core'}`" for v in values)
+    return TABLE_HEADER + "".join(
+        f"| `{p.account}` | {p.where} | {cell(p.grant.groups)} | {cell(p.grant.resources)} | "
+        f"{cell(p.grant.verbs)} | {p.grant.why} |\n" for p in permissions())
+
+
+def parse_permissions_table(text: str) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
+    """(account, where, groups, resources, verbs) of each row of the table in `text` (a document
+    holding `permissions_table()`), for checking the docs against a live cluster."""
+    def values(cell: str) -> tuple[str, ...]:
+        return tuple("" if v == "core" else v for v in (part.strip().strip("`") for part in cell.split(",")))
+    start = text.index(TABLE_HEADER) + len(TABLE_HEADER)
+    rows = []
+    for line in text[start:].splitlines():
+        if not line.startswith("| `"):
+            break
+        account, where, groups, resources, verbs = (c.strip() for c in line.split("|")[1:6])
+        rows.append((account.strip("`"), where, values(groups), values(resources), values(verbs)))
+    return rows
+
+
+def _rbac_files(command: str, name: str, grants: tuple[Grant, ...], namespaces: tuple[str, ...],
+                cluster_wide: bool) -> tuple[dict[str, str], dict[str, Manifest]]:
+    """{file: text} of the Roles/ClusterRoles (commented) and {file: object} of their bindings."""
+    texts: dict[str, str] = {}
+    objects: dict[str, Manifest] = {}
+    lease_with_shards = not cluster_wide and NAMESPACE in namespaces
+    if cluster_wide:
+        texts[f"{command}-clusterrole.yaml"] = _rbac_text("ClusterRole", name, grants)
+        objects[f"{command}-clusterrolebinding.yaml"] = _binding("ClusterRoleBinding", name)
+    for ns in () if cluster_wide else namespaces:
+        extra = (LEASE_GRANT,) if ns == NAMESPACE else ()
+        texts[f"{command}-role-{ns}.yaml"] = _rbac_text("Role", name, grants + extra, ns)
+        objects[f"{command}-rolebinding-{ns}.yaml"] = _binding("RoleBinding", name, ns)
+    if not lease_with_shards:
+        texts[f"{command}-role.yaml"] = _rbac_text("Role", name, (LEASE_GRANT,), NAMESPACE)
+        objects[f"{command}-rolebinding.yaml"] = _binding("RoleBinding", name, NAMESPACE)
+    return texts, objects
+
+
+def files(image: str = DEFAULT_IMAGE, namespaces: tuple[str, ...] = DEFAULT_WATCH_NAMESPACES, *,
+          cluster_wide: bool = False) -> dict[str, str]:
+    """{file name: text} of the whole bundle, kustomization.yaml included.
+
+    `namespaces` are the namespaces the operator and the agent watch (a Role and RoleBinding each);
+    `cluster_wide` watches all of them through ClusterRoles instead (`namespaces` is then ignored)."""
+    if not cluster_wide and not namespaces:
+        raise ValueError("namespaces: give at least one namespace to watch, or cluster_wide")
+    watched = () if cluster_wide else tuple(sorted(set(namespaces)))
+    scope_args = ("--all-namespaces",) if cluster_wide else tuple(a for ns in watched for a in ("--namespace", ns))
     objects: dict[str, Manifest] = {
         "namespace.yaml": {"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": NAMESPACE, "labels": {
@@ -194,21 +322,23 @@ def files(image: str = DEFAULT_IMAGE) -> dict[str, str]:
     }
     texts: dict[str, str] = {}
     order = ["namespace.yaml", "crd.yaml"]
-    for name, command, grants, args in ((OPERATOR, "operator", OPERATOR_CLUSTER_GRANTS, ("--all-namespaces",)),
-                                        (AGENT, "agent", AGENT_CLUSTER_GRANTS, ())):
+    # The agent watches every namespace when given none.
+    for name, command, grants, args in ((OPERATOR, "operator", OPERATOR_GRANTS, scope_args),
+                                        (AGENT, "agent", AGENT_GRANTS, () if cluster_wide else scope_args)):
         objects[f"{command}-serviceaccount.yaml"] = {
             "apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": name, "namespace": NAMESPACE, "labels": _labels(name)},
         }
-        texts[f"{command}-clusterrole.yaml"] = _rbac_text("ClusterRole", name, grants)
-        objects[f"{command}-clusterrolebinding.yaml"] = _binding("ClusterRoleBinding", name)
-        texts[f"{command}-role.yaml"] = _rbac_text("Role", name, (LEASE_GRANT,), NAMESPACE)
-        objects[f"{command}-rolebinding.yaml"] = _binding("RoleBinding", name, NAMESPACE)
+        rbac_texts, rbac_objects = _rbac_files(command, name, grants, watched, cluster_wide)
+        texts.update(rbac_texts)
+        objects.update(rbac_objects)
         objects[f"{command}-deployment.yaml"] = _deployment(name, image, command, args)
         objects[f"{command}-metrics-service.yaml"] = _metrics_service(name)
-        order += [f"{command}-{part}.yaml" for part in (
-            "serviceaccount", "clusterrole", "clusterrolebinding", "role", "rolebinding", "deployment",
-            "metrics-service")]
+        order += [f"{command}-serviceaccount.yaml", *sorted(rbac_texts), *sorted(rbac_objects),
+                  f"{command}-deployment.yaml", f"{command}-metrics-service.yaml"]
+    policy, binding = agent_pod_policy()
+    objects["agent-pod-policy.yaml"], objects["agent-pod-policy-binding.yaml"] = policy, binding
+    order += ["agent-pod-policy.yaml", "agent-pod-policy-binding.yaml"]
     texts.update({path: output.dump(obj) for path, obj in objects.items()})
     if sorted(order) != sorted(texts):
         raise AssertionError("every bundle file is listed once in the kustomization")

@@ -70,6 +70,8 @@ AGENT_COMPONENT = "multigres-pools-agent"
 # The metrics Services of the install bundle: their port name, and what the ServiceMonitor selects.
 METRICS_PORT_NAME = "metrics"
 LABEL_METRICS = "pools.multigres.com/metrics"
+# The ValidatingAdmissionPolicy (and its binding) that lets the agent change pool pods only.
+AGENT_POD_POLICY = "multigres-pools-agent-pool-pods-only"
 
 # --- annotations (contract §3.3) -----------------------------------------------------------------
 ANN_DRAIN_STATE = "drain.multigres.com/state"

@@ -183,9 +183,14 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
         result.failed, result.errors, result.msg = True, list(exc.errors), str(exc)
         return _invalid(Decision(result, cr, request.namespace or ""), stamp)
 
+    # While a MultigresShard is deleted its generated Secrets are left out: they carry its
+    # ownerReference, so the garbage collector removes them once the finalizer is released and the
+    # operator needs no delete on Secrets (docs/install.md). Without a CR nothing owns them.
+    deleting_cr = cr is not None and (request.state == "absent" or facts.is_terminating(cr))
     observed = observe.observe(reader, desired.shard, namespace, cr=cr,
                                kinds=observe.kinds_to_list(desired.objects),
-                               metadata_kinds=[("v1", "Secret")] if desired.observes_secrets else [])
+                               metadata_kinds=[("v1", "Secret")] if desired.observes_secrets and not deleting_cr
+                               else [])
     plan = planner.plan(desired, observed, now, delete=request.state == "absent",
                         cleanup_timeout=request.cleanup_timeout)
     result.plan, result.waiting, result.requeue_after = plan.lines(), plan.waiting, plan.requeue_after

@@ -3,6 +3,7 @@
     multigres-pools render -f shard.yaml -o out/         CRs + preview folder (see docs/render.md)
     multigres-pools render -d inventory/ --stdout --only crs   what the ArgoCD plugin runs
     multigres-pools install-bundle -o manifests/         CRD, RBAC, Deployments, kustomization.yaml
+    multigres-pools install-bundle -o out/ --watch-namespace db --watch-namespace db2   # or --cluster-wide
     multigres-pools agent ... | operator ...             the long-running programs
     multigres-pools localstack up | down                 a shard on real Multigres v0.1.0 here
     multigres-pools status SHARD -n NS [-o json]         the incident screen of one shard
@@ -193,7 +194,12 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 def cmd_install_bundle(args: argparse.Namespace) -> int:
     _check(args.image, Image, "--image")
-    changed = output.write_folder(bundle.files(args.image), args.output)
+    for ns in args.watch_namespace:
+        _check(ns, DnsLabel, "--watch-namespace")
+    if args.cluster_wide and args.watch_namespace:
+        raise UsageError("--cluster-wide watches every namespace: leave out --watch-namespace")
+    namespaces = tuple(args.watch_namespace) or bundle.DEFAULT_WATCH_NAMESPACES
+    changed = output.write_folder(bundle.files(args.image, namespaces, cluster_wide=args.cluster_wide), args.output)
     print(f"{args.output}: install bundle, {len(changed)} files changed", file=sys.stderr)
     return 0
 
@@ -272,6 +278,13 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("-o", "--output", type=Path, required=True,
                    help="folder to write (kustomize-ready; stale *.yaml files in it are removed)")
     b.add_argument("--image", default=bundle.DEFAULT_IMAGE, help="image of the operator and the agent")
+    watched = ", ".join(bundle.DEFAULT_WATCH_NAMESPACES)
+    scope = b.add_argument_group(f"scope (default: namespaced, watching {watched})")
+    scope.add_argument("--watch-namespace", action="append", default=[], metavar="NAMESPACE",
+                       help="a namespace the operator and the agent watch, with a Role and RoleBinding each "
+                            "(repeatable)")
+    scope.add_argument("--cluster-wide", action="store_true",
+                       help="watch every namespace, through ClusterRoles and ClusterRoleBindings")
     b.set_defaults(run=cmd_install_bundle)
 
     c = _sub(sub, "completion", "print a shell completion script")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import bundle
+from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys
 
 from multigres_pools import cli
 from tests import render_corpus as corpus
@@ -148,10 +148,17 @@ def test_manifests_folder_is_the_current_install_bundle():
     assert not stale, f"stale files {stale}; run: multigres-pools install-bundle -o manifests"
 
 
-def test_rbac_justifies_every_rule_and_grants_no_wildcards():
-    for name, text in bundle.files().items():
-        if not name.endswith(("clusterrole.yaml", "-role.yaml")):
+BUNDLES = {"namespaced": {}, "two-namespaces": {"namespaces": ("db", keys.INSTALL_NAMESPACE)},
+           "cluster-wide": {"cluster_wide": True}}
+
+
+@pytest.mark.parametrize("options", BUNDLES.values(), ids=BUNDLES.keys())
+def test_rbac_justifies_every_rule_and_grants_no_wildcards(options):
+    roles = 0
+    for name, text in bundle.files(**options).items():
+        if yaml.safe_load(text).get("kind") not in ("Role", "ClusterRole"):
             continue
+        roles += 1
         lines = text.splitlines()
         rule_starts = [i for i, line in enumerate(lines) if line.startswith("- apiGroups:")]
         assert rule_starts
@@ -160,12 +167,51 @@ def test_rbac_justifies_every_rule_and_grants_no_wildcards():
         doc = yaml.safe_load(text)
         for rule in doc["rules"]:
             assert "*" not in rule["verbs"] and "*" not in rule["resources"], (name, rule)
-    secrets = [r for r in yaml.safe_load(bundle.files()["operator-clusterrole.yaml"])["rules"]
-               if "secrets" in r["resources"]]
-    # Generated pgBackRest TLS needs get/list/create/patch; the operator's cache watches Secret
-    # metadata (watch reaches nothing list does not already reach). Never delete or update Secrets.
-    assert secrets == [{"apiGroups": [""], "resources": ["secrets"],
-                        "verbs": ["get", "list", "watch", "create", "patch"]}]
+            # Generated pgBackRest TLS needs get/list/create/patch; the operator's cache watches Secret
+            # metadata. Never delete or update Secrets: the garbage collector removes the generated ones.
+            if "secrets" in rule["resources"]:
+                assert rule["verbs"] == ["get", "list", "watch", "create", "patch"]
+    assert roles == 4 if options.get("cluster_wide") else roles >= 4
+
+
+def test_namespaced_by_default_one_role_and_binding_per_watched_namespace():
+    files = {name: yaml.safe_load(text) for name, text in bundle.files(namespaces=("db", "db2")).items()}
+    kinds = {(doc["kind"], doc["metadata"].get("namespace")) for doc in files.values() if "metadata" in doc}
+    assert not {kind for kind, _ in kinds} & {"ClusterRole", "ClusterRoleBinding"}
+    for ns in ("db", "db2"):
+        assert {("Role", ns), ("RoleBinding", ns)} <= kinds
+    for component in ("operator", "agent"):
+        args = files[f"{component}-deployment.yaml"]["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[1:] == ["--namespace", "db", "--namespace", "db2"]
+    # The install namespace watched too: one Role there, holding the Lease grant as well.
+    both = {name: yaml.safe_load(text) for name, text in
+            bundle.files(namespaces=(keys.INSTALL_NAMESPACE,)).items()}
+    roles = [doc for doc in both.values() if doc.get("kind") == "Role" and "operator" in doc["metadata"]["name"]]
+    assert [r["metadata"]["namespace"] for r in roles] == [keys.INSTALL_NAMESPACE]
+    assert any("leases" in rule["resources"] for rule in roles[0]["rules"])
+    wide = {name: yaml.safe_load(text) for name, text in bundle.files(cluster_wide=True).items()}
+    assert wide["operator-deployment.yaml"]["spec"]["template"]["spec"]["containers"][0]["args"][1:] == [
+        "--all-namespaces"]
+    with pytest.raises(ValueError, match="namespaces: give at least one"):
+        bundle.files(namespaces=())
+
+
+def test_install_md_holds_the_current_permission_table():
+    """docs/install.md's table is written from the same grants as the RBAC (one source of truth)."""
+    text = (REPO / "docs" / "install.md").read_text()
+    assert bundle.permissions_table() in text, "paste bundle.permissions_table() into docs/install.md"
+    rows = bundle.parse_permissions_table(text)
+    assert rows == [(p.account, p.where, p.grant.groups, p.grant.resources, p.grant.verbs)
+                    for p in bundle.permissions()]
+
+
+def test_install_bundle_cli_scopes(tmp_path):
+    assert cli.main(["install-bundle", "-o", str(tmp_path / "a"), "--watch-namespace", "db"]) == 0
+    assert (tmp_path / "a" / "operator-role-db.yaml").exists()
+    assert cli.main(["install-bundle", "-o", str(tmp_path / "b"), "--cluster-wide"]) == 0
+    assert (tmp_path / "b" / "operator-clusterrole.yaml").exists()
+    assert cli.main(["install-bundle", "-o", str(tmp_path / "c"), "--cluster-wide", "--watch-namespace", "db"]) == 2
+    assert not (tmp_path / "c").exists()
 
 
 def test_agent_and_operator_subcommands_delegate(monkeypatch):

@@ -385,6 +385,7 @@ def test_cli_previous_reads_kubectl_lists_and_refuses_other_documents(tmp_path, 
     (["install-bundle", "-o", "{out}", "--image", ""], "--image '': String should have at least 1 character"),
     (["install-bundle", "-o", "{out}", "--image", "a b"], "--image 'a b': String should match pattern"),
     (["install-bundle", "-o", "{blocker}/sub"], "Not a directory"),
+    (["install-bundle", "-o", "{out}", "--watch-namespace", "Bad_NS"], "--watch-namespace 'Bad_NS': String should"),
     (["render", "-f", "{blocker}", "--stdout", "-n", "Bad_NS"], "--namespace 'Bad_NS'"),
     (["render", "-d", "{blocker}", "--stdout"], "not a directory"),
 ])
