@@ -3,9 +3,9 @@
 The rules live in small modules, each citing the seed sections it implements:
 plan_infra (shared objects), plan_pool (pods, data PVCs, drains per pool and cell), plan_drain
 (drain requests, victim choice, switchover), plan_rolling (spec-hash rolling update, shard-wide),
-plan_delete (shard deletion). This module puts them together and checks the spec against what
-already exists (pools and cells are append-only, volumes only grow): any such error means no
-action at all.
+plan_delete (shard deletion), plan_pause (the pause annotation). This module puts them together
+and checks the spec against what already exists (pools and cells are append-only, volumes only
+grow): any such error means no action at all.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .observe import Observed
 from .plan_context import REQUEUE_DRAIN, Context, PoolView, pool_views
 from .plan_delete import CLEANUP_TIMEOUT, plan_delete
 from .plan_infra import plan_generated_password, plan_generated_tls, plan_infra, plan_prune
+from .plan_pause import Pause, pause_of
 from .plan_pool import PoolOutcome, plan_pool
 from .plan_rolling import RollingOutcome, plan_rolling
 
@@ -34,6 +35,13 @@ class Plan:
     requeue_after: float = 0.0
     deleting: bool = False
     finished: bool = False
+    # Set when the shard is paused: `actions` is then empty and what it would have held is here.
+    paused: Pause | None = None
+    withheld: list[Action] = field(default_factory=list)
+
+    @property
+    def pause_message(self) -> str:
+        return self.paused.message(self.withheld, deleting=self.deleting) if self.paused else ""
 
     @property
     def blocked(self) -> list[str]:
@@ -48,6 +56,8 @@ class Plan:
         """The plan as text, for --diff and logs."""
         out = [f"error: {e}" for e in self.errors]
         out += [a.describe() for a in self.actions]
+        if self.paused:
+            out += [f"paused: {self.paused.headline()}"] + [f"withheld: {a.describe()}" for a in self.withheld]
         out += [f"waiting: {w}" for w in self.waiting]
         out += [f"warning: {w}" for w in self.unknown_drains]
         return out or ["nothing to do"]
@@ -104,6 +114,19 @@ def _ordered(found: list[Action]) -> list[Action]:
 
 def plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: bool = False,
          cleanup_timeout: float = CLEANUP_TIMEOUT) -> Plan:
+    result = _plan(desired, observed, now, delete=delete, cleanup_timeout=cleanup_timeout)
+    pause = pause_of(observed.cr)
+    if pause is None:
+        return result
+    # Paused: keep the decisions for status and send none of them. No requeue: lifting the pause
+    # changes the shard, which brings the next pass.
+    result.paused, result.withheld, result.actions = pause, result.actions, []
+    result.requeue_after, result.finished = 0.0, False
+    return result
+
+
+def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: bool,
+          cleanup_timeout: float) -> Plan:
     ctx = Context(desired, observed, now)
     views = pool_views(desired, observed)
     cr = observed.cr

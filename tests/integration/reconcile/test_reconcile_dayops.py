@@ -1,0 +1,76 @@
+"""Day-2 operations on the real apiserver: pause, maintenance windows, targeted decommission.
+
+The CR drives every pass (as under the operator); the fake agent and the kubelet helper play the
+outside world between passes (tests/integration/reconcile/rig.py)."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
+
+from tests.integration.reconcile.rig import CELL, POOL, spec
+
+pytestmark = pytest.mark.cluster
+SID = naming.ShardId("demo", "postgres", "default", "0-inf")
+
+
+def _pod(i: int) -> str:
+    return naming.pod_name(SID, POOL, CELL, i)
+
+
+def _annotate_cr(rig, value: str | None) -> None:  # type: ignore[no-untyped-def]
+    rig.client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, rig.namespace, "demo",
+                           {"metadata": {"annotations": {keys.ANN_PAUSED: value}}}, field_manager="test")
+
+
+def _condition(rig, ctype: str) -> dict:  # type: ignore[no-untyped-def]
+    cr = rig.cr()
+    assert cr is not None
+    return next(c for c in cr["status"]["conditions"] if c["type"] == ctype)
+
+
+def _pod_writes(result) -> list[dict]:  # type: ignore[no-untyped-def]
+    return [a for a in result.actions if a["verb"] != "event"]
+
+
+def test_pause_withholds_scale_up_and_deletion_until_lifted(rig, shard_crd):  # type: ignore[no-untyped-def]
+    rig.create_cr(spec(2))
+    rig.settle(name="demo")
+    before = {n: facts.uid(p) for n, p in rig.pods().items()}
+    _annotate_cr(rig, "true")
+    rig.update_cr({"pools": {POOL: {"replicasPerCell": 3}}})
+    for _ in range(3):
+        result = rig.run(name="demo")
+        assert _pod_writes(result) == [] and result.requeue_after == 0
+        rig.world()
+    assert {n: facts.uid(p) for n, p in rig.pods().items()} == before  # nothing created, nothing touched
+    paused = _condition(rig, "Paused")
+    assert paused["status"] == "True" and f"create pod {_pod(2)}" in paused["message"]
+    assert rig.cr()["status"]["message"] == paused["message"]
+
+    _annotate_cr(rig, "maybe")  # a typo stays paused, and status names the annotation and its values
+    rig.run(name="demo")
+    paused = _condition(rig, "Paused")
+    assert paused["reason"] == "InvalidAnnotation" and "'true' and 'false'" in paused["message"]
+    assert sorted(rig.pods()) == sorted(before)
+
+    _annotate_cr(rig, None)  # lifted: the withheld scale-up happens
+    rig.settle(name="demo")
+    assert sorted(rig.pods()) == [_pod(i) for i in range(3)]
+    assert _condition(rig, "Paused")["status"] == "False"
+
+    _annotate_cr(rig, "true")
+    rig.client.delete(keys.API_GROUP_VERSION, keys.SHARD_KIND, rig.namespace, "demo")
+    result = rig.run(name="demo")
+    assert _pod_writes(result) == []
+    cr = rig.cr()
+    assert cr is not None and keys.FINALIZER_SHARD in facts.finalizers(cr)  # the finalizer waits
+    assert "shard deletion waits (finalizer kept)" in cr["status"]["message"]
+    assert len(rig.pods()) == 3
+    _annotate_cr(rig, "false")
+    for _ in range(40):
+        if rig.cr() is None:
+            break
+        rig.run(name="demo", cleanup_timeout=0)
+        rig.world()
+    assert rig.cr() is None and rig.pods() == {}
