@@ -48,6 +48,12 @@ class Plan:
         return [p.blocked for p in self.pools if p.blocked]
 
     @property
+    def deferred(self) -> list[str]:
+        """Disruptive actions waiting for the maintenance window, each with its opening time."""
+        out = [d for p in self.pools for d in p.deferred]
+        return out + ([self.rolling.waiting] if self.rolling.deferred_for and self.rolling.waiting else [])
+
+    @property
     def unknown_drains(self) -> list[str]:
         """Pods left alone because their drain-state annotation holds no known state."""
         return [m for p in self.pools for m in p.unknown_drains]
@@ -146,7 +152,9 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     found += rolling.actions
     waiting = [w for o in outcomes for w in o.waiting] + ([rolling.waiting] if rolling.waiting else [])
     requeues = [o.requeue_after for o in outcomes if o.requeue_after]
-    if rolling.in_progress or found:
+    if rolling.deferred_for:
+        requeues.append(rolling.deferred_for)
+    if (rolling.in_progress and not rolling.deferred_for) or found:
         requeues.append(REQUEUE_DRAIN)
     return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, waiting=waiting,
                 requeue_after=min(requeues) if requeues else 0.0)

@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import actions, facts, keys, naming
+from . import actions, facts, keys, maintenance, naming
 from .desired import Desired, DesiredPool, PVCPolicy
 from .facts import PodFacts
 from .observe import Observed
@@ -33,6 +33,19 @@ class Context:
     @property
     def stamp(self) -> str:
         return facts.format_time(self.now)
+
+    def window_opens(self) -> dt.datetime | None:
+        """None when disruptive actions may start now, else when the next maintenance window opens."""
+        return maintenance.next_opening(self.desired.windows, self.now)
+
+    def defer(self, what: str) -> tuple[str, float] | None:
+        """Outside the maintenance windows: the waiting line for `what` and the seconds until the
+        window opens (the requeue); None inside a window or without windows."""
+        opens = self.window_opens()
+        if opens is None:
+            return None
+        return (f"{what} waits for the maintenance window opening at {facts.format_time(opens)}",
+                max(1.0, (opens - self.now).total_seconds()))
 
     @property
     def owner(self) -> Manifest | None:

@@ -44,6 +44,8 @@ class PoolOutcome:
     busy: bool = False  # pods are changing in this pool: rolling updates wait
     # Pods left alone for an unknown drain-state value (drain_annotations.unknown_state_message).
     unknown_drains: list[str] = field(default_factory=list)
+    # Disruptive actions held back until the maintenance window opens (also in `waiting`).
+    deferred: list[str] = field(default_factory=list)
 
     def wait(self, why: str, after: float) -> None:
         self.waiting.append(why)
@@ -92,7 +94,9 @@ class PoolPlanner:
         self._new_drain()
         self._pod_metadata()
         members = self.view.members()
-        if any(not p.ready for p in members) or len(members) != self.dp.replicas:
+        # A scale-down deferred to the window leaves a surplus that is not worth a pass every 5 s.
+        surplus_waits = len(members) != self.dp.replicas and not self.out.deferred
+        if any(not p.ready for p in members) or surplus_waits:
             self.out.busy = True
             self.out.wait(f"{self.view.label}: {sum(p.ready for p in members)}/{self.dp.replicas} "
                           "replicas ready", REQUEUE_PODS)
@@ -228,8 +232,20 @@ class PoolPlanner:
                 self._resize(pod, members)
                 return
 
+    def _outside_window(self, what: str) -> bool:
+        """Disruptive drains start only inside a maintenance window (spec.maintenanceWindows)."""
+        deferral = self.ctx.defer(what)
+        if deferral is None:
+            return False
+        self.out.busy = True
+        self.out.deferred.append(deferral[0])
+        self.out.wait(*deferral)
+        return True
+
     def _scale_down(self, members: list[PodFacts], candidates: list[PodFacts]) -> None:
         self.out.busy = True
+        if self._outside_window(f"scale-down of {self.view.label} to {self.dp.replicas}"):
+            return
         victim, why = pick_victim(candidates)
         # Health gate (seed 000): the pods that stay must all be Ready, or the pool is already degraded.
         not_ready = [p.name for p in members if p is not victim and not p.ready]
@@ -245,6 +261,8 @@ class PoolPlanner:
         """Seed 000 "Volume expansion": a CSI driver that needs a restart leaves
         FileSystemResizePending; the pod is drained and recreated on the same PVC."""
         self.out.busy = True
+        if self._outside_window(f"filesystem-resize restart of pod {pod.name}"):
+            return
         if any(not p.ready for p in members if p is not pod):
             self.out.wait(f"filesystem resize of pod {pod.name} waits for the other replicas to be Ready",
                           REQUEUE_PODS)

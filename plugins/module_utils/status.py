@@ -80,6 +80,8 @@ def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
 # False while a pod's drain-state annotation holds an unknown value (drain_annotations.py).
 DRAIN_ANNOTATIONS_VALID = "DrainAnnotationsValid"
+# True while a disruptive action waits for spec.maintenanceWindows; the message says what and until when.
+WAITING_FOR_WINDOW = "WaitingForMaintenanceWindow"
 # True while the pause annotation holds every write back (plan_pause.py); the message lists them.
 PAUSED = "Paused"
 
@@ -150,6 +152,8 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         verdict["ConfigurationValid"],
         _condition(DRAIN_ANNOTATIONS_VALID, not result.unknown_drains,
                    "UnknownDrainState" if result.unknown_drains else "Valid", "; ".join(result.unknown_drains)),
+        _condition(WAITING_FOR_WINDOW, bool(result.deferred), "OutsideMaintenanceWindow" if result.deferred
+                   else "NothingDeferred", "; ".join(result.deferred)),
         _condition(PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
                    result.pause_message[:32768]),
     ]

@@ -5,8 +5,10 @@ outside world between passes (tests/integration/reconcile/rig.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, maintenance, naming
 
 from tests.integration.reconcile.rig import CELL, POOL, spec
 
@@ -74,3 +76,45 @@ def test_pause_withholds_scale_up_and_deletion_until_lifted(rig, shard_crd):  # 
         rig.run(name="demo", cleanup_timeout=0)
         rig.world()
     assert rig.cr() is None and rig.pods() == {}
+
+
+def _passes(rig, rounds: int = 6) -> list:  # type: ignore[no-untyped-def]
+    """A few passes with world turns between them (the deferral requeues for hours, so no settle)."""
+    out = []
+    for _ in range(rounds):
+        out.append(rig.run(name="demo"))
+        rig.world()
+    return out
+
+
+def test_scale_down_and_rolling_update_wait_for_the_maintenance_window(rig, shard_crd):  # type: ignore[no-untyped-def]
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    opening = dt.datetime.combine(now.date() + dt.timedelta(days=3), dt.time(2, 0), tzinfo=dt.UTC)
+    window = {"days": [maintenance.WEEKDAYS[opening.weekday()]], "start": "02:00", "duration": "2h"}
+    rig.clock = now
+    rig.create_cr({**spec(3), "maintenanceWindows": [window]})
+    rig.settle(name="demo")  # creating pods never waits for a window
+    assert sorted(rig.pods()) == [_pod(i) for i in range(3)]
+
+    rig.update_cr({"pools": {POOL: {"replicasPerCell": 2}}})
+    results = _passes(rig)  # the first pass updates the PodDisruptionBudget (not disruptive)
+    assert all(_pod_writes(r) == [] for r in results[1:])
+    assert results[-1].requeue_after == (opening - now).total_seconds()
+    assert rig.drained_pods() == [] and len(rig.pods()) == 3
+    waiting = _condition(rig, "WaitingForMaintenanceWindow")
+    assert waiting["status"] == "True" and facts.format_time(opening) in waiting["message"]
+    assert "scale-down of main/z1 to 2" in waiting["message"]
+
+    rig.clock = opening + dt.timedelta(minutes=5)  # inside the window: the drain runs
+    rig.settle(name="demo")
+    assert len(rig.pods()) == 2 and len(rig.drained_pods()) == 1
+    assert _condition(rig, "WaitingForMaintenanceWindow")["status"] == "False"
+
+    rig.clock = opening + dt.timedelta(hours=3)  # closed again: a rolling update waits
+    rig.update_cr({"postgresConfig": {"work_mem": "8MB"}})
+    before = {n: facts.uid(p) for n, p in rig.pods().items()}
+    _passes(rig)
+    assert {n: facts.uid(p) for n, p in rig.pods().items()} == before
+    message = _condition(rig, "WaitingForMaintenanceWindow")["message"]
+    assert "rolling update (0/2 pods updated" in message
+    assert facts.format_time(opening + dt.timedelta(days=7)) in message
