@@ -39,6 +39,8 @@ class DesiredPool:
     when_deleted: PVCPolicy
     pod: Callable[[int], Manifest] = field(compare=False, repr=False)
     pvc: Callable[[int], Manifest] = field(compare=False, repr=False)
+    # spec.pools.<pool>.decommission: pod names to replace and drain (all cells of the pool).
+    decommission: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -308,6 +308,14 @@ class Pool(SpecModel):
     pvc_deletion_policy: PVCDeletionPolicyOverride | None = Field(
         None, description="Overrides the shard's pvcDeletionPolicy for this pool.",
     )
+    decommission: Annotated[
+        list[ObjectName], AfterValidator(_unique), Field(json_schema_extra={"x-kubernetes-list-type": "set"}),
+    ] = Field(
+        [], max_length=32,
+        description="Pods of this pool to replace: each gets a new pod at a new index first, then is drained "
+                    "(the scale-down drain) and deleted with its data PVC. Names that are not pods of this pool "
+                    "are reported (DecommissionValid=False) and ignored; names already gone are no-ops.",
+    )
 
 
 def _positive_interval(name: str, wire: str) -> Rule:

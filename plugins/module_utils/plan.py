@@ -17,7 +17,7 @@ from . import actions, facts, keys, quantity
 from .actions import Action, Phase
 from .desired import Desired
 from .observe import Observed
-from .plan_context import REQUEUE_DRAIN, Context, PoolView, pool_views
+from .plan_context import REQUEUE_DRAIN, Context, PoolView, decommission_problems, pool_views
 from .plan_delete import CLEANUP_TIMEOUT, plan_delete
 from .plan_infra import plan_generated_password, plan_generated_tls, plan_infra, plan_prune
 from .plan_pause import Pause, pause_of
@@ -38,6 +38,8 @@ class Plan:
     # Set when the shard is paused: `actions` is then empty and what it would have held is here.
     paused: Pause | None = None
     withheld: list[Action] = field(default_factory=list)
+    # Decommission entries naming no pod of their pool: reported, ignored (plan_context).
+    decommission_problems: list[str] = field(default_factory=list)
 
     @property
     def pause_message(self) -> str:
@@ -65,7 +67,7 @@ class Plan:
         if self.paused:
             out += [f"paused: {self.paused.headline()}"] + [f"withheld: {a.describe()}" for a in self.withheld]
         out += [f"waiting: {w}" for w in self.waiting]
-        out += [f"warning: {w}" for w in self.unknown_drains]
+        out += [f"warning: {w}" for w in self.unknown_drains + self.decommission_problems]
         return out or ["nothing to do"]
 
 
@@ -157,4 +159,4 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     if (rolling.in_progress and not rolling.deferred_for) or found:
         requeues.append(REQUEUE_DRAIN)
     return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, waiting=waiting,
-                requeue_after=min(requeues) if requeues else 0.0)
+                requeue_after=min(requeues) if requeues else 0.0, decommission_problems=decommission_problems(desired))

@@ -165,7 +165,7 @@ class PoolPlanner:
         missing = self.dp.replicas - len(self.view.members())
         if missing <= 0:
             return
-        occupied = set(self.view.pods)
+        occupied = set(self.view.pods) | self.view.reserved_indexes()
         free_with_pvc = sorted(i for i, pvc in self.view.pvcs.items() if i not in occupied and _usable(pvc))
         blocked = {i for i, pvc in self.view.pvcs.items() if not _usable(pvc)}
         candidates = iter(free_with_pvc + [i for i in range(len(occupied) + len(self.view.pvcs) + missing + 1)
@@ -199,7 +199,7 @@ class PoolPlanner:
                 continue
             name = facts.name(pvc)
             if keys.ANN_DELETE_WITH_POD in facts.annotations(pvc):
-                why = "its DRAINED pod is gone and its data is known-bad"
+                why = "its DRAINED or decommissioned pod is gone"
             elif self.dp.when_scaled is PVCPolicy.DELETE:
                 why = "no pod at its index after scale-down, whenScaled=Delete"
             else:
@@ -223,6 +223,11 @@ class PoolPlanner:
                 self.out.busy = True
                 return
         members = self.view.members()
+        leaving = [p for p in self.view.ordered() if self.view.decommissioned(p) and not p.terminating
+                   and not p.in_drain and not p.drain_unknown]
+        if leaving:
+            self._decommission(leaving[0], members)
+            return
         candidates = [p for p in members if not p.terminating and not p.in_drain and not p.drain_unknown]
         if len(members) > self.dp.replicas and candidates:
             self._scale_down(members, candidates)
@@ -256,6 +261,22 @@ class PoolPlanner:
             return
         text = f"{why} ({self.view.label} has {len(members)} replicas, wants {self.dp.replicas})"
         self.out.add(request_drain(self.ctx, victim, keys.DrainReason.SCALE_DOWN, text))
+
+    def _decommission(self, pod: PodFacts, members: list[PodFacts]) -> None:
+        """spec.pools.<pool>.decommission: the pod does not hold a replica slot, so its replacement
+        was created (at a new index) by _create_missing; it is drained like a scale-down victim once
+        every slot is held by a Ready pod, so the Ready count never drops below `replicas`."""
+        self.out.busy = True
+        if self._outside_window(f"decommission of pod {pod.name}"):
+            return
+        ready = sum(p.ready and not p.terminating for p in members)
+        if ready < self.dp.replicas:
+            self.out.wait(f"decommission of pod {pod.name} waits for its replacement: {ready}/{self.dp.replicas} "
+                          "other replicas Ready", REQUEUE_PODS)
+            return
+        why = (f"listed in spec.pools.{self.dp.pool}.decommission, {ready}/{self.dp.replicas} other replicas "
+               "Ready" + (", primary" if pod.is_primary else ""))
+        self.out.add(request_drain(self.ctx, pod, keys.DrainReason.DECOMMISSION, why))
 
     def _resize(self, pod: PodFacts, members: list[PodFacts]) -> None:
         """Seed 000 "Volume expansion": a CSI driver that needs a restart leaves

@@ -70,6 +70,7 @@ def _pools(ctx: ShardContext) -> tuple[DesiredPool, ...]:
                 when_deleted=PVCPolicy(policy.when_deleted),
                 pod=partial(pool_pod, ctx, pool, cell, spec_hash=spec_hash),
                 pvc=partial(data_pvc, ctx, pool, cell),
+                decommission=frozenset(settings.decommission),
             ))
     return tuple(pools)
 

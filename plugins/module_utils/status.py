@@ -80,6 +80,8 @@ def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
 # False while a pod's drain-state annotation holds an unknown value (drain_annotations.py).
 DRAIN_ANNOTATIONS_VALID = "DrainAnnotationsValid"
+# False while spec.pools.<pool>.decommission names something that is not a pod of that pool.
+DECOMMISSION_VALID = "DecommissionValid"
 # True while a disruptive action waits for spec.maintenanceWindows; the message says what and until when.
 WAITING_FOR_WINDOW = "WaitingForMaintenanceWindow"
 # True while the pause annotation holds every write back (plan_pause.py); the message lists them.
@@ -152,6 +154,8 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         verdict["ConfigurationValid"],
         _condition(DRAIN_ANNOTATIONS_VALID, not result.unknown_drains,
                    "UnknownDrainState" if result.unknown_drains else "Valid", "; ".join(result.unknown_drains)),
+        _condition(DECOMMISSION_VALID, not result.decommission_problems,
+                   "UnknownPod" if result.decommission_problems else "Valid", "; ".join(result.decommission_problems)),
         _condition(WAITING_FOR_WINDOW, bool(result.deferred), "OutsideMaintenanceWindow" if result.deferred
                    else "NothingDeferred", "; ".join(result.deferred)),
         _condition(PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
@@ -211,6 +215,9 @@ def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> lis
     drains, was = now.get(DRAIN_ANNOTATIONS_VALID) or {}, before.get(DRAIN_ANNOTATIONS_VALID) or {}
     if drains.get("status") == "False" and was.get("message") != drains["message"]:
         out.append(event(cr, "Warning", "UnknownDrainState", drains["message"]))
+    bad, was_bad = now.get(DECOMMISSION_VALID) or {}, before.get(DECOMMISSION_VALID) or {}
+    if bad.get("status") == "False" and was_bad.get("message") != bad["message"]:
+        out.append(event(cr, "Warning", "DecommissionIgnored", bad["message"]))
     paused, was_paused = now.get(PAUSED) or {}, (before.get(PAUSED) or {}).get("status") == "True"
     if paused.get("status") == "True" and not was_paused:
         out.append(event(cr, "Warning" if paused["reason"] != "Paused" else "Normal", "Paused", paused["message"]))

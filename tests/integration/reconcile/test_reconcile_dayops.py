@@ -118,3 +118,41 @@ def test_scale_down_and_rolling_update_wait_for_the_maintenance_window(rig, shar
     message = _condition(rig, "WaitingForMaintenanceWindow")["message"]
     assert "rolling update (0/2 pods updated" in message
     assert facts.format_time(opening + dt.timedelta(days=7)) in message
+
+
+def _ready_in_service(rig) -> int:  # type: ignore[no-untyped-def]
+    """Ready pods not in a drain: what serves the pool."""
+    return sum(facts.condition_true(p, "Ready") and not facts.annotations(p).get(keys.ANN_DRAIN_STATE)
+               and not facts.is_terminating(p) for p in rig.pods().values())
+
+
+def test_decommission_replaces_then_drains_exactly_the_named_pod(rig, shard_crd):  # type: ignore[no-untyped-def]
+    rig.create_cr(spec(3))
+    rig.settle(name="demo")
+    rig.agent.publish_roles(primary=_pod(0))
+
+    rig.update_cr({"pools": {POOL: {"decommission": [_pod(1)]}}})
+    lowest = 3
+    for _ in range(40):
+        result = rig.run(name="demo")
+        lowest = min(lowest, _ready_in_service(rig))
+        if result.writes == 0 and result.requeue_after == 0:
+            break
+        rig.world()
+    assert sorted(rig.pods()) == [_pod(0), _pod(2), _pod(3)]  # replaced at a new index
+    assert rig.drained_pods() == [_pod(1)]  # exactly the named pod, through the drain
+    assert f"data-{_pod(1)}" not in rig.pvcs()  # its volume went with it
+    assert lowest >= 3  # the replacement was Ready before the drain started
+    assert _condition(rig, "DecommissionValid")["status"] == "True"
+
+    # The entry stays listed: a no-op now, and index 1 is not handed out again on scale-up.
+    rig.update_cr({"pools": {POOL: {"replicasPerCell": 4}}})
+    rig.settle(name="demo")
+    assert sorted(rig.pods()) == [_pod(0), _pod(2), _pod(3), _pod(4)]
+
+    rig.update_cr({"pools": {POOL: {"decommission": ["demo-typo-1"]}}})  # not a pod of this pool
+    result = rig.run(name="demo")
+    assert _pod_writes(result) == []
+    invalid = _condition(rig, "DecommissionValid")
+    assert invalid["status"] == "False" and "spec.pools.main.decommission: 'demo-typo-1'" in invalid["message"]
+    assert len(rig.pods()) == 4
