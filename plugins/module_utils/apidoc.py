@@ -60,6 +60,7 @@ def _rows(node: dict[str, Any], path: str, required: bool, out: list[str], rules
         _walk(child, f"{path}.<name>", out, rules)
     items = node.get("items")
     if isinstance(items, dict) and "properties" in items:
+        _rules(items, f"{path}[]", rules)
         _walk(items, f"{path}[]", out, rules)
     if "properties" in node:
         _walk(node, path, out, rules)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from .maintenance import Window
 from .naming import ShardId
 
 Manifest = dict[str, Any]
@@ -38,6 +39,8 @@ class DesiredPool:
     when_deleted: PVCPolicy
     pod: Callable[[int], Manifest] = field(compare=False, repr=False)
     pvc: Callable[[int], Manifest] = field(compare=False, repr=False)
+    # spec.pools.<pool>.decommission: pod names to replace and drain (all cells of the pool).
+    decommission: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class Desired:
     pools: tuple[DesiredPool, ...]
     generated_tls: GeneratedTLS | None = None
     generated_password: GeneratedPassword | None = None
+    # spec.maintenanceWindows: when disruptive actions may start (maintenance.py); empty = any time.
+    windows: tuple[Window, ...] = ()
 
     @property
     def observes_secrets(self) -> bool:

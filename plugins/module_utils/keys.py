@@ -100,6 +100,13 @@ ANN_BACKUP_HEALTH = "pools.multigres.com/backup-health"
 ANN_TOPOLOGY_CLEANUP = "pools.multigres.com/topology-cleanup"
 ANN_TOPOLOGY_CLEANUP_REQUESTED_AT = "pools.multigres.com/topology-cleanup-requested-at"
 
+# On the MultigresShard, set by a human: "true" stops every write the engine would make to the
+# shard's objects (status is still reported); "false" or absent lets it act. Any other value is
+# treated as paused, the safe reading of a typo (plan_pause.py).
+ANN_PAUSED = "pools.multigres.com/paused"
+PAUSED_TRUE = "true"
+PAUSED_FALSE = "false"
+
 # On the ConfigMaps the engine writes: the data keys it applied (sorted, comma-separated). A key listed
 # here that the engine no longer renders is dropped by the next apply; keys others added stay.
 ANN_CONFIG_KEYS = "pools.multigres.com/config-keys"
@@ -132,6 +139,7 @@ class DrainReason(StrEnum):
     EXTERNAL_DELETION = "external-deletion"
     FILESYSTEM_RESIZE = "filesystem-resize"
     DRAINED_DISCARD = "drained-discard"
+    DECOMMISSION = "decommission"  # spec.pools.<pool>.decommission names the pod
 
 
 class Role(StrEnum):

@@ -319,6 +319,14 @@ class Pool(SpecModel):
     pvc_deletion_policy: PVCDeletionPolicyOverride | None = Field(
         None, description="Overrides the shard's pvcDeletionPolicy for this pool.",
     )
+    decommission: Annotated[
+        list[ObjectName], AfterValidator(_unique), Field(json_schema_extra={"x-kubernetes-list-type": "set"}),
+    ] = Field(
+        [], max_length=32,
+        description="Pods of this pool to replace: each gets a new pod at a new index first, then is drained "
+                    "(the scale-down drain) and deleted with its data PVC. Names that are not pods of this pool "
+                    "are reported (DecommissionValid=False) and ignored; names already gone are no-ops.",
+    )
 
 
 def _positive_interval(name: str, wire: str) -> Rule:
@@ -465,6 +473,40 @@ class Backup(SpecModel):
     )
 
 
+# --- maintenance windows -------------------------------------------------------------------------
+Weekday = Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+WeekdayList = Annotated[
+    list[Weekday], AfterValidator(_unique), Field(json_schema_extra={"x-kubernetes-list-type": "set"}),
+]
+MAX_WINDOW_HOURS = 24
+
+
+class MaintenanceWindow(SpecModel):
+    """A weekly window (UTC) in which disruptive actions may start (docs/operations.md)."""
+
+    __rules__: ClassVar = (
+        Rule(
+            name="window-duration-range",
+            cel=f"duration(self.duration) > duration('0s') && "
+                f"duration(self.duration) <= duration('{MAX_WINDOW_HOURS}h')",
+            message=f"duration must be greater than zero and at most {MAX_WINDOW_HOURS}h "
+                    "(list more days for a longer window)",
+            check=lambda w: 0 < go_duration_seconds(w.duration) <= MAX_WINDOW_HOURS * 3600,
+            field_path=".duration",
+        ),
+    )
+
+    days: WeekdayList = Field(min_length=1, max_length=7, description="Weekdays the window opens on (Mon..Sun).")
+    start: Annotated[str, StringConstraints(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")] = Field(
+        description="Opening time, HH:MM in UTC.",
+    )
+    duration: Duration = Field(description="How long it stays open, e.g. 2h or 90m (at most 24h).")
+
+    @property
+    def seconds(self) -> Decimal:
+        return go_duration_seconds(self.duration)
+
+
 # --- the shard -----------------------------------------------------------------------------------
 # v0.1.0 refuses a pooler whose `<cell>_<service-id>` (its PostgreSQL application name) exceeds 63
 # characters; our service ids have a fixed length, so that bounds the cell names of pools.
@@ -588,6 +630,11 @@ class MultigresShardSpec(SpecModel):
     log_levels: LogLevels = Field({}, description="Log levels per component.")
     security: Security = Field(
         {}, description="pg_hba source networks and the shard's NetworkPolicy (docs/api.md, \"Security\").")
+    maintenance_windows: list[MaintenanceWindow] = Field(
+        [], max_length=16,
+        description="Weekly UTC windows in which disruptive actions (rolling updates, scale-down and "
+                    "decommission drains, filesystem-resize restarts) may start; empty means any time.",
+    )
     durability_policy: Annotated[str, StringConstraints(pattern=DURABILITY_POLICY_PATTERN, max_length=63)] = Field(
         "AT_LEAST_2",
         description="Bootstrap durability policy registered with the database: `AT_LEAST_<n>` or "

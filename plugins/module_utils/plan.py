@@ -3,9 +3,9 @@
 The rules live in small modules, each citing the seed sections it implements:
 plan_infra (shared objects), plan_pool (pods, data PVCs, drains per pool and cell), plan_drain
 (drain requests, victim choice, switchover), plan_rolling (spec-hash rolling update, shard-wide),
-plan_delete (shard deletion). This module puts them together and checks the spec against what
-already exists (pools and cells are append-only, volumes only grow): any such error means no
-action at all.
+plan_delete (shard deletion), plan_pause (the pause annotation). This module puts them together
+and checks the spec against what already exists (pools and cells are append-only, volumes only
+grow): any such error means no action at all.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from . import actions, facts, keys, quantity
 from .actions import Action, Phase
 from .desired import Desired
 from .observe import Observed
-from .plan_context import REQUEUE_DRAIN, Context, PoolView, pool_views
+from .plan_context import REQUEUE_DRAIN, Context, PoolView, decommission_problems, pool_views
 from .plan_delete import CLEANUP_TIMEOUT, plan_delete
 from .plan_infra import plan_generated_password, plan_generated_tls, plan_infra, plan_prune
+from .plan_pause import Pause, pause_of
 from .plan_pool import PoolOutcome, plan_pool
 from .plan_rolling import RollingOutcome, plan_rolling
 
@@ -34,10 +35,25 @@ class Plan:
     requeue_after: float = 0.0
     deleting: bool = False
     finished: bool = False
+    # Set when the shard is paused: `actions` is then empty and what it would have held is here.
+    paused: Pause | None = None
+    withheld: list[Action] = field(default_factory=list)
+    # Decommission entries naming no pod of their pool: reported, ignored (plan_context).
+    decommission_problems: list[str] = field(default_factory=list)
+
+    @property
+    def pause_message(self) -> str:
+        return self.paused.message(self.withheld, deleting=self.deleting) if self.paused else ""
 
     @property
     def blocked(self) -> list[str]:
         return [p.blocked for p in self.pools if p.blocked]
+
+    @property
+    def deferred(self) -> list[str]:
+        """Disruptive actions waiting for the maintenance window, each with its opening time."""
+        out = [d for p in self.pools for d in p.deferred]
+        return out + ([self.rolling.waiting] if self.rolling.deferred_for and self.rolling.waiting else [])
 
     @property
     def unknown_drains(self) -> list[str]:
@@ -48,8 +64,10 @@ class Plan:
         """The plan as text, for --diff and logs."""
         out = [f"error: {e}" for e in self.errors]
         out += [a.describe() for a in self.actions]
+        if self.paused:
+            out += [f"paused: {self.paused.headline()}"] + [f"withheld: {a.describe()}" for a in self.withheld]
         out += [f"waiting: {w}" for w in self.waiting]
-        out += [f"warning: {w}" for w in self.unknown_drains]
+        out += [f"warning: {w}" for w in self.unknown_drains + self.decommission_problems]
         return out or ["nothing to do"]
 
 
@@ -104,6 +122,19 @@ def _ordered(found: list[Action]) -> list[Action]:
 
 def plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: bool = False,
          cleanup_timeout: float = CLEANUP_TIMEOUT) -> Plan:
+    result = _plan(desired, observed, now, delete=delete, cleanup_timeout=cleanup_timeout)
+    pause = pause_of(observed.cr)
+    if pause is None:
+        return result
+    # Paused: keep the decisions for status and send none of them. No requeue: lifting the pause
+    # changes the shard, which brings the next pass.
+    result.paused, result.withheld, result.actions = pause, result.actions, []
+    result.requeue_after, result.finished = 0.0, False
+    return result
+
+
+def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: bool,
+          cleanup_timeout: float) -> Plan:
     ctx = Context(desired, observed, now)
     views = pool_views(desired, observed)
     cr = observed.cr
@@ -123,7 +154,9 @@ def plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: bool
     found += rolling.actions
     waiting = [w for o in outcomes for w in o.waiting] + ([rolling.waiting] if rolling.waiting else [])
     requeues = [o.requeue_after for o in outcomes if o.requeue_after]
-    if rolling.in_progress or found:
+    if rolling.deferred_for:
+        requeues.append(rolling.deferred_for)
+    if (rolling.in_progress and not rolling.deferred_for) or found:
         requeues.append(REQUEUE_DRAIN)
     return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, waiting=waiting,
-                requeue_after=min(requeues) if requeues else 0.0)
+                requeue_after=min(requeues) if requeues else 0.0, decommission_problems=decommission_problems(desired))

@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import actions, facts, keys, naming
+from . import actions, facts, keys, maintenance, naming
 from .desired import Desired, DesiredPool, PVCPolicy
 from .facts import PodFacts
 from .observe import Observed
@@ -33,6 +33,19 @@ class Context:
     @property
     def stamp(self) -> str:
         return facts.format_time(self.now)
+
+    def window_opens(self) -> dt.datetime | None:
+        """None when disruptive actions may start now, else when the next maintenance window opens."""
+        return maintenance.next_opening(self.desired.windows, self.now)
+
+    def defer(self, what: str) -> tuple[str, float] | None:
+        """Outside the maintenance windows: the waiting line for `what` and the seconds until the
+        window opens (the requeue); None inside a window or without windows."""
+        opens = self.window_opens()
+        if opens is None:
+            return None
+        return (f"{what} waits for the maintenance window opening at {facts.format_time(opens)}",
+                max(1.0, (opens - self.now).total_seconds()))
 
     @property
     def owner(self) -> Manifest | None:
@@ -82,6 +95,7 @@ class PoolView:
     dp: DesiredPool
     pods: dict[int, PodFacts]
     pvcs: dict[int, Manifest]
+    sid: naming.ShardId
     cancelled: set[str] = field(default_factory=set)
 
     @property
@@ -91,10 +105,25 @@ class PoolView:
     def ordered(self) -> list[PodFacts]:
         return [self.pods[i] for i in sorted(self.pods)]
 
+    @property
+    def base(self) -> str:
+        return naming.pool_base(self.sid, self.dp.pool, self.dp.cell)
+
+    def decommissioned(self, pod: PodFacts) -> bool:
+        """Listed in spec.pools.<pool>.decommission: to be replaced, then drained."""
+        return pod.name in self.dp.decommission
+
+    def reserved_indexes(self) -> set[int]:
+        """Indexes named in the decommission list: never given to a new pod while listed, so a
+        replacement cannot take the name of the pod it replaces."""
+        prefix = f"{self.base}-"
+        return {int(n[len(prefix):]) for n in self.dp.decommission
+                if n.startswith(prefix) and n[len(prefix):].isdigit()}
+
     def is_member(self, pod: PodFacts) -> bool:
-        """Holds one of the `replicas` slots: not DRAINED, not on its way out for good.
-        A drain cancelled in this pass gives its pod the slot back."""
-        if pod.is_drained:
+        """Holds one of the `replicas` slots: not DRAINED, not decommissioned, not on its way out for
+        good. A drain cancelled in this pass gives its pod the slot back."""
+        if pod.is_drained or self.decommissioned(pod):
             return False
         return not pod.leaving or pod.name in self.cancelled
 
@@ -127,8 +156,25 @@ def pool_views(desired: Desired, observed: Observed) -> list[PoolView]:
             index = facts.index_of(obj, base)
             if index is not None and facts.name(obj) == naming.data_pvc_name(sid, dp.pool, dp.cell, index):
                 pvcs[index] = obj
-        views.append(PoolView(dp, pods, pvcs))
+        views.append(PoolView(dp, pods, pvcs, sid))
     return views
+
+
+def decommission_problems(desired: Desired) -> list[str]:
+    """Decommission entries that name no pod this pool could have (a typo, another pool's pod).
+    They are reported and ignored: refusing the whole spec would also stop the healing of the shard."""
+    bases: dict[str, list[str]] = {}
+    listed: dict[str, frozenset[str]] = {}
+    for dp in desired.pools:
+        bases.setdefault(dp.pool, []).append(naming.pool_base(desired.shard, dp.pool, dp.cell))
+        listed[dp.pool] = dp.decommission
+    problems = []
+    for pool in sorted(listed):
+        for name in sorted(listed[pool]):
+            if not any(name.startswith(f"{b}-") and name[len(b) + 1:].isdigit() for b in bases[pool]):
+                problems.append(f"spec.pools.{pool}.decommission: {name!r} is not a pod of pool {pool} "
+                                f"(its pods are named {' or '.join(f'{b}-<index>' for b in bases[pool])}); ignored")
+    return problems
 
 
 def pvc_owner_wanted(policy: PVCPolicy) -> bool:

@@ -60,14 +60,18 @@ def drained_pvc_marks(view: PoolView) -> list[Action]:
             continue
         mark = facts.annotations(pvc).get(keys.ANN_DELETE_WITH_POD)
         name = facts.name(pvc)
-        if pod.is_drained and mark != pod.uid:
+        # A decommissioned pod's volume goes too: its replacement starts on a fresh one, and the index
+        # is not reused while the name stays listed.
+        goes = pod.is_drained or view.decommissioned(pod)
+        why = "DRAINED pod {} (its data is known-bad)" if pod.is_drained else "decommissioned pod {}"
+        if goes and mark != pod.uid:
             body = {"metadata": {"annotations": {keys.ANN_DELETE_WITH_POD: pod.uid}}}
-            out.append(actions.patch(pvc, body, f"mark PVC {name} for deletion with DRAINED pod {pod.name} "
-                                                "(its data is known-bad)", Phase.ANNOTATE))
-        elif not pod.is_drained and mark and mark == pod.uid:
-            body = {"metadata": {"annotations": {keys.ANN_DELETE_WITH_POD: None}}}
-            out.append(actions.patch(pvc, body, f"unmark PVC {name}: pod {pod.name} is no longer DRAINED",
+            out.append(actions.patch(pvc, body, f"mark PVC {name} for deletion with {why.format(pod.name)}",
                                      Phase.ANNOTATE))
+        elif not goes and mark and mark == pod.uid:
+            body = {"metadata": {"annotations": {keys.ANN_DELETE_WITH_POD: None}}}
+            out.append(actions.patch(pvc, body, f"unmark PVC {name}: pod {pod.name} is no longer DRAINED "
+                                                "or decommissioned", Phase.ANNOTATE))
     return out
 
 
@@ -85,6 +89,8 @@ def cancel_reason(view: PoolView, pod: PodFacts) -> str | None:
             return "its spec matches the desired spec again"
     elif pod.drain_reason == keys.DrainReason.FILESYSTEM_RESIZE and not view.resize_pending(pod.index):
         return "its volume no longer waits for a filesystem resize"
+    elif pod.drain_reason == keys.DrainReason.DECOMMISSION and not view.decommissioned(pod):
+        return f"it left spec.pools.{view.dp.pool}.decommission"
     return None
 
 

@@ -44,6 +44,8 @@ class PoolOutcome:
     busy: bool = False  # pods are changing in this pool: rolling updates wait
     # Pods left alone for an unknown drain-state value (drain_annotations.unknown_state_message).
     unknown_drains: list[str] = field(default_factory=list)
+    # Disruptive actions held back until the maintenance window opens (also in `waiting`).
+    deferred: list[str] = field(default_factory=list)
 
     def wait(self, why: str, after: float) -> None:
         self.waiting.append(why)
@@ -92,7 +94,9 @@ class PoolPlanner:
         self._new_drain()
         self._pod_metadata()
         members = self.view.members()
-        if any(not p.ready for p in members) or len(members) != self.dp.replicas:
+        # A scale-down deferred to the window leaves a surplus that is not worth a pass every 5 s.
+        surplus_waits = len(members) != self.dp.replicas and not self.out.deferred
+        if any(not p.ready for p in members) or surplus_waits:
             self.out.busy = True
             self.out.wait(f"{self.view.label}: {sum(p.ready for p in members)}/{self.dp.replicas} "
                           "replicas ready", REQUEUE_PODS)
@@ -161,7 +165,7 @@ class PoolPlanner:
         missing = self.dp.replicas - len(self.view.members())
         if missing <= 0:
             return
-        occupied = set(self.view.pods)
+        occupied = set(self.view.pods) | self.view.reserved_indexes()
         free_with_pvc = sorted(i for i, pvc in self.view.pvcs.items() if i not in occupied and _usable(pvc))
         blocked = {i for i, pvc in self.view.pvcs.items() if not _usable(pvc)}
         candidates = iter(free_with_pvc + [i for i in range(len(occupied) + len(self.view.pvcs) + missing + 1)
@@ -195,7 +199,7 @@ class PoolPlanner:
                 continue
             name = facts.name(pvc)
             if keys.ANN_DELETE_WITH_POD in facts.annotations(pvc):
-                why = "its DRAINED pod is gone and its data is known-bad"
+                why = "its DRAINED or decommissioned pod is gone"
             elif self.dp.when_scaled is PVCPolicy.DELETE:
                 why = "no pod at its index after scale-down, whenScaled=Delete"
             else:
@@ -219,6 +223,11 @@ class PoolPlanner:
                 self.out.busy = True
                 return
         members = self.view.members()
+        leaving = [p for p in self.view.ordered() if self.view.decommissioned(p) and not p.terminating
+                   and not p.in_drain and not p.drain_unknown]
+        if leaving:
+            self._decommission(leaving[0], members)
+            return
         candidates = [p for p in members if not p.terminating and not p.in_drain and not p.drain_unknown]
         if len(members) > self.dp.replicas and candidates:
             self._scale_down(members, candidates)
@@ -228,8 +237,20 @@ class PoolPlanner:
                 self._resize(pod, members)
                 return
 
+    def _outside_window(self, what: str) -> bool:
+        """Disruptive drains start only inside a maintenance window (spec.maintenanceWindows)."""
+        deferral = self.ctx.defer(what)
+        if deferral is None:
+            return False
+        self.out.busy = True
+        self.out.deferred.append(deferral[0])
+        self.out.wait(*deferral)
+        return True
+
     def _scale_down(self, members: list[PodFacts], candidates: list[PodFacts]) -> None:
         self.out.busy = True
+        if self._outside_window(f"scale-down of {self.view.label} to {self.dp.replicas}"):
+            return
         victim, why = pick_victim(candidates)
         # Health gate (seed 000): the pods that stay must all be Ready, or the pool is already degraded.
         not_ready = [p.name for p in members if p is not victim and not p.ready]
@@ -241,10 +262,28 @@ class PoolPlanner:
         text = f"{why} ({self.view.label} has {len(members)} replicas, wants {self.dp.replicas})"
         self.out.add(request_drain(self.ctx, victim, keys.DrainReason.SCALE_DOWN, text))
 
+    def _decommission(self, pod: PodFacts, members: list[PodFacts]) -> None:
+        """spec.pools.<pool>.decommission: the pod does not hold a replica slot, so its replacement
+        was created (at a new index) by _create_missing; it is drained like a scale-down victim once
+        every slot is held by a Ready pod, so the Ready count never drops below `replicas`."""
+        self.out.busy = True
+        if self._outside_window(f"decommission of pod {pod.name}"):
+            return
+        ready = sum(p.ready and not p.terminating for p in members)
+        if ready < self.dp.replicas:
+            self.out.wait(f"decommission of pod {pod.name} waits for its replacement: {ready}/{self.dp.replicas} "
+                          "other replicas Ready", REQUEUE_PODS)
+            return
+        why = (f"listed in spec.pools.{self.dp.pool}.decommission, {ready}/{self.dp.replicas} other replicas "
+               "Ready" + (", primary" if pod.is_primary else ""))
+        self.out.add(request_drain(self.ctx, pod, keys.DrainReason.DECOMMISSION, why))
+
     def _resize(self, pod: PodFacts, members: list[PodFacts]) -> None:
         """Seed 000 "Volume expansion": a CSI driver that needs a restart leaves
         FileSystemResizePending; the pod is drained and recreated on the same PVC."""
         self.out.busy = True
+        if self._outside_window(f"filesystem-resize restart of pod {pod.name}"):
+            return
         if any(not p.ready for p in members if p is not pod):
             self.out.wait(f"filesystem resize of pod {pod.name} waits for the other replicas to be Ready",
                           REQUEUE_PODS)

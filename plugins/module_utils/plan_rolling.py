@@ -27,6 +27,8 @@ class RollingOutcome:
     drifted: list[str] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     waiting: str | None = None
+    # Set when the next restart waits for the maintenance window: seconds until it opens.
+    deferred_for: float = 0.0
 
     @property
     def in_progress(self) -> bool:
@@ -61,6 +63,10 @@ def plan_rolling(ctx: Context, outcomes: list[PoolOutcome]) -> RollingOutcome:
         return result
     replicas = [(v, p) for v, p in drainable if not p.is_primary]
     view, victim = replicas[0] if replicas else drainable[0]
+    deferral = ctx.defer(f"rolling update ({result.progress}, pod {victim.name} next)")
+    if deferral is not None:
+        result.waiting, result.deferred_for = deferral
+        return result
     why = f"spec-hash {victim.spec_hash} != {view.dp.spec_hash} ({result.progress}" + (
         ", replicas first)" if replicas else ", primary last)")
     result.actions = restart(ctx, victim, keys.DrainReason.ROLLING_UPDATE, why)

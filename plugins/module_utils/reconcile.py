@@ -203,7 +203,8 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
         if cr is not None and not plan.deleting:  # refused for this generation: GitOps must see it
             _set_status(decision, cr, shard_status.compute(desired, observed, plan, stamp=stamp))
         return decision
-    if cr is not None and not plan.deleting:
+    # A paused deletion still reports: status is the only place that says why the finalizer waits.
+    if cr is not None and (not plan.deleting or plan.paused):
         new = shard_status.compute(desired, observed, plan, stamp=stamp)
         result.status = new
         previous = cr.get("status") or {}

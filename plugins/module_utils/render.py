@@ -6,9 +6,11 @@ the full, sorted list of objects (pods and data PVCs included) for previews and 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from functools import partial
 
+from . import maintenance
 from . import render_cell as cell_objects
 from . import render_infra as infra
 from . import render_security as security
@@ -68,6 +70,7 @@ def _pools(ctx: ShardContext) -> tuple[DesiredPool, ...]:
                 when_deleted=PVCPolicy(policy.when_deleted),
                 pod=partial(pool_pod, ctx, pool, cell, spec_hash=spec_hash),
                 pvc=partial(data_pvc, ctx, pool, cell),
+                decommission=frozenset(settings.decommission),
             ))
     return tuple(pools)
 
@@ -89,8 +92,10 @@ def desired_state(
     ctx = build_context(spec, namespace, owner=owner, referenced_config_hash=referenced_config_hash,
                         project_ref=project_ref)
     generated_tls = infra.generated_pgbackrest_tls(ctx) if ctx.spec.backup.pgbackrest_tls.mode == "auto" else None
+    windows = tuple(maintenance.window(list(w.days), w.start, dt.timedelta(seconds=float(w.seconds)))
+                    for w in spec.maintenance_windows)
     return Desired(shard=ctx.sid, namespace=namespace, objects=tuple(_shard_objects(ctx)), pools=_pools(ctx),
-                   generated_tls=generated_tls, generated_password=infra.generated_password(ctx))
+                   generated_tls=generated_tls, generated_password=infra.generated_password(ctx), windows=windows)
 
 
 def manifests(desired: Desired) -> list[Manifest]:

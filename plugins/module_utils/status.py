@@ -80,6 +80,12 @@ def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
 # False while a pod's drain-state annotation holds an unknown value (drain_annotations.py).
 DRAIN_ANNOTATIONS_VALID = "DrainAnnotationsValid"
+# False while spec.pools.<pool>.decommission names something that is not a pod of that pool.
+DECOMMISSION_VALID = "DecommissionValid"
+# True while a disruptive action waits for spec.maintenanceWindows; the message says what and until when.
+WAITING_FOR_WINDOW = "WaitingForMaintenanceWindow"
+# True while the pause annotation holds every write back (plan_pause.py); the message lists them.
+PAUSED = "Paused"
 
 
 def _refusal_conditions(errors: list[str]) -> list[Manifest]:
@@ -116,7 +122,9 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.DRAINED for p in pods)
     crashloop = any(facts.crashlooping(p) for p in pods)
     rolling = result.rolling
-    busy = bool(result.actions or result.waiting)
+    busy = bool(result.actions or result.waiting or result.withheld)
+    # Paused: what the engine holds back leads the message (plan_pause.py).
+    notes = ([result.pause_message] if result.paused else []) + result.waiting
 
     if errors or crashloop or (empty and total):
         phase = "Degraded"
@@ -131,7 +139,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     progress = [
         _condition("Ready", phase == "Healthy", phase, f"{ready}/{total} pods ready"),
         _condition("Reconciling", busy, "Progressing" if busy else "Converged",
-                   (result.waiting or [a.describe() for a in result.actions] or ["up to date"])[0]),
+                   (notes or [a.describe() for a in result.actions] or ["up to date"])[0]),
         _condition("Stalled", False, "NotStalled", ""),
         _condition("ConfigurationValid", True, "Valid", ""),
     ]
@@ -146,6 +154,12 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         verdict["ConfigurationValid"],
         _condition(DRAIN_ANNOTATIONS_VALID, not result.unknown_drains,
                    "UnknownDrainState" if result.unknown_drains else "Valid", "; ".join(result.unknown_drains)),
+        _condition(DECOMMISSION_VALID, not result.decommission_problems,
+                   "UnknownPod" if result.decommission_problems else "Valid", "; ".join(result.decommission_problems)),
+        _condition(WAITING_FOR_WINDOW, bool(result.deferred), "OutsideMaintenanceWindow" if result.deferred
+                   else "NothingDeferred", "; ".join(result.deferred)),
+        _condition(PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
+                   result.pause_message[:32768]),
     ]
     backup, backup_fields = _backup_condition(observed.cr)
     if backup:
@@ -156,7 +170,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
             cond["observedGeneration"] = generation
     status: Manifest = {
         "phase": phase,
-        "message": errors[0] if errors else (result.waiting[0] if result.waiting else f"{ready}/{total} pods ready"),
+        "message": errors[0] if errors else (notes[0] if notes else f"{ready}/{total} pods ready"),
         "readyReplicas": ready,
         "poolsReady": pools_ready,
         "orchReady": orch_ready,
@@ -201,4 +215,12 @@ def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> lis
     drains, was = now.get(DRAIN_ANNOTATIONS_VALID) or {}, before.get(DRAIN_ANNOTATIONS_VALID) or {}
     if drains.get("status") == "False" and was.get("message") != drains["message"]:
         out.append(event(cr, "Warning", "UnknownDrainState", drains["message"]))
+    bad, was_bad = now.get(DECOMMISSION_VALID) or {}, before.get(DECOMMISSION_VALID) or {}
+    if bad.get("status") == "False" and was_bad.get("message") != bad["message"]:
+        out.append(event(cr, "Warning", "DecommissionIgnored", bad["message"]))
+    paused, was_paused = now.get(PAUSED) or {}, (before.get(PAUSED) or {}).get("status") == "True"
+    if paused.get("status") == "True" and not was_paused:
+        out.append(event(cr, "Warning" if paused["reason"] != "Paused" else "Normal", "Paused", paused["message"]))
+    elif paused.get("status") == "False" and was_paused:
+        out.append(event(cr, "Normal", "Resumed", f"annotation {keys.ANN_PAUSED} lifted: writes resume"))
     return out
