@@ -77,10 +77,9 @@ def read_force(annotations: Mapping[str, str], state: keys.DrainState | None) ->
         wanted = keys.DrainState(value)
     except ValueError:
         wanted = None
-    if wanted not in FORCIBLE:
+    if wanted is None or wanted not in FORCIBLE:
         return ForceReading(stale=f"{keys.ANN_DRAIN_FORCE}={value!r} is not a state to force past "
                                   f"(allowed: {ALLOWED_FORCE})")
-    assert wanted is not None
     if state is None:
         return ForceReading(stale=f"{keys.ANN_DRAIN_FORCE}={value} is set but the pod has no drain")
     if wanted is state:

@@ -63,7 +63,7 @@ def plan_prune(ctx: Context) -> list[Action]:
     wanted = {(o["kind"], o["metadata"]["name"]) for o in ctx.desired.objects}
     shard_labels = labels.shard_selector(ctx.desired.shard)
     out = []
-    for _, kind in INFRA_KINDS:
+    for _api_version, kind in INFRA_KINDS:
         for obj in sorted(ctx.observed.others.get(kind, ()), key=facts.name):
             if (kind, facts.name(obj)) not in wanted and prunable(obj, owner, shard_labels):
                 out.append(actions.prune(obj, "owned by this shard and no longer rendered"))

@@ -139,7 +139,7 @@ class PoolPlanner:
         mid-life; a larger storage size is patched in place (shrinks are refused by validation)."""
         owner = self.ctx.owner
         want_owner = pvc_owner_wanted(self.dp.when_deleted)
-        for _, pvc in sorted(self.view.pvcs.items()):
+        for _index, pvc in sorted(self.view.pvcs.items()):
             if facts.is_terminating(pvc):
                 continue
             name = facts.name(pvc)
@@ -171,7 +171,7 @@ class PoolPlanner:
         candidates = iter(free_with_pvc + [i for i in range(len(occupied) + len(self.view.pvcs) + missing + 1)
                                            if i not in occupied and i not in self.view.pvcs])
         self.out.busy = True
-        for _ in range(missing):
+        for _slot in range(missing):
             index = next(candidates)
             self.creating.add(index)
             pvc = self.view.pvcs.get(index)

@@ -48,7 +48,7 @@ def plan_rolling(ctx: Context, outcomes: list[PoolOutcome]) -> RollingOutcome:
             total += 1
             if pod.spec_hash != view.dp.spec_hash:
                 drifted.append((view, pod))
-    result = RollingOutcome(updated=total - len(drifted), total=total, drifted=[p.name for _, p in drifted])
+    result = RollingOutcome(updated=total - len(drifted), total=total, drifted=[p.name for _view, p in drifted])
     if not drifted:
         return result
     busy = [o.view.label for o in outcomes if o.busy]
@@ -59,7 +59,7 @@ def plan_rolling(ctx: Context, outcomes: list[PoolOutcome]) -> RollingOutcome:
     drainable = [(v, p) for v, p in drifted if not p.drain_unknown]
     if not drainable:
         result.waiting = (f"rolling update ({result.progress}) waits: pods with an unknown drain state are left "
-                          f"alone: {', '.join(p.name for _, p in drifted)}")
+                          f"alone: {', '.join(p.name for _view, p in drifted)}")
         return result
     replicas = [(v, p) for v, p in drainable if not p.is_primary]
     view, victim = replicas[0] if replicas else drainable[0]

@@ -17,6 +17,8 @@ from tests.helpers.collection import REPO, build_collection, members, third_part
 
 DEV_ONLY = ("Makefile", "pyproject.toml", "requirements.txt", "ansible.cfg", ".gitignore", ".ci", ".venv",
             "tools", "tests", "bench", "molecule", "src", "build", "dist", "out", "changelogs/.plugin-cache.yaml")
+# The one part of tests/ a collection ships: ansible-test reads its ignore file from the installed copy.
+SANITY = "tests/sanity/"
 
 
 @pytest.fixture(scope="module")
@@ -31,15 +33,22 @@ def _read(tarball: Path, name: str) -> str:
         return member.read().decode()
 
 
+def _development_only(name: str) -> bool:
+    if name.startswith(SANITY) or SANITY.startswith(name + "/"):  # tests/sanity and the folders above it
+        return False
+    return (name.split("/")[0] in DEV_ONLY or name in DEV_ONLY
+            or "__pycache__" in name or name.endswith((".pyc", ".egg-info")))
+
+
 def test_the_tarball_holds_no_development_file(tarball):  # type: ignore[no-untyped-def]
     names = members(tarball)
-    leaked = sorted(n for n in names if n.split("/")[0] in DEV_ONLY or n in DEV_ONLY
-                    or "__pycache__" in n or n.endswith((".pyc", ".egg-info")))
+    leaked = sorted(n for n in names if _development_only(n))
     assert leaked == []
     assert {"LICENSE", "README.md", "meta/runtime.yml", "meta/execution-environment.yml", "meta/requirements.txt",
             "meta/bindep.txt", "changelogs/config.yaml", "plugins/modules/shard_render.py",
             "plugins/modules/shard_reconcile.py", "plugins/action/shard_reconcile.py", "roles/shard/tasks/main.yml",
-            "playbooks/reconcile.yml", "manifests/kustomization.yaml"} <= names
+            "playbooks/reconcile.yml", "manifests/kustomization.yaml", "changelogs/changelog.yaml",
+            f"{SANITY}ignore-2.19.txt"} <= names
 
 
 def test_manifest_names_license_and_every_url(tarball):  # type: ignore[no-untyped-def]
