@@ -47,7 +47,7 @@ def test_identity_ignores_order_and_spelling() -> None:
     ("etcd:0", "port '0'"),
     ("etcd:65536", "port '65536'"),
     ("etcd:https", "port 'https'"),
-    ("etcd:２３７９", "port '２３７９'"),
+    ("etcd:\uff12\uff13\uff17\uff19", "port '\uff12\uff13\uff17\uff19'"),  # full-width digits
     ("unix://etcd:2379", "only http:// and https://"),
     ("grpc://etcd:2379", "only http:// and https://"),
     ("http://http://etcd:2379", "only http:// and https://"),
