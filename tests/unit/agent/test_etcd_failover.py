@@ -3,56 +3,13 @@ connection failure, against a real etcd (the private one of tests/unit/agent/con
 
 from __future__ import annotations
 
-import socket
-import threading
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from multigres_pools.dataplane.base import ShardTopology, TopologyUnavailable
 from multigres_pools.dataplane.etcd import Etcd
 from multigres_pools.dataplane.v0_1 import V0_1
-
-
-@pytest.fixture
-def closed_port() -> Iterator[str]:
-    """host:port bound but not listening: connections are refused, and no one else can take it."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    try:
-        yield f"127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        sock.close()
-
-
-@pytest.fixture
-def silent_port() -> Iterator[str]:
-    """host:port that accepts connections and never answers (a blackholed endpoint)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        sock.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                accepted.append(sock.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join()
-        for conn in accepted:
-            conn.close()
-        sock.close()
 
 
 def test_a_refused_first_endpoint_fails_over_to_the_next(private_etcd, closed_port) -> None:
