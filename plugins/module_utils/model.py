@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
-from . import inputs, keys, naming, quantity
+from . import inputs, keys, naming, quantity, topology_address
 from .model_security import LabelKey, LabelValue, Security, owned_keys_rule, postgres_config_rules
 from .rules import (
     Rule,
@@ -260,8 +260,13 @@ class MultigresRelease(SpecModel):
 
 
 class GlobalTopoServer(SpecModel):
-    address: Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=r"^\S+$")] = Field(
-        description="Global topology etcd client address(es), comma-separated host:port.",
+    address: Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=r"^\S+$"),
+                       AfterValidator(topology_address.normalize)] = Field(
+        description="Global topology etcd client endpoint(s), comma-separated `host:port` (or "
+                    "`https://host:port`), dialled in the order given. Normalised to one spelling: the "
+                    "host lowercased, `http://` dropped, duplicates removed, so `ETCD:2379,http://etcd:2379` "
+                    "is `etcd:2379`. Two shards whose lists name the same endpoints in any order share one "
+                    "topology. A missing port, an empty endpoint or a bad host is refused.",
     )
     root_path: Annotated[str, StringConstraints(pattern=r"^/\S*$", max_length=512)] = Field(
         "/multigres/global", description="Root key of the global topology in etcd.",

@@ -24,7 +24,7 @@ from ..dataplane.etcd import EtcdTLS
 from ..kubeclient import api_client
 from .context import AgentConfig, Context
 from .core import Agent
-from .kube import Kube
+from .kube import DEFAULT_REQUEST_TIMEOUT_S, Kube
 from .metrics import Metrics
 
 log = logging.getLogger("multigres_pools.agent")
@@ -52,6 +52,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--etcd-cert", help="client certificate for the topology etcd")
     p.add_argument("--etcd-key", help="client key for the topology etcd")
     p.add_argument("--rpc-timeout", type=float, default=10.0, help="seconds per multipooler RPC")
+    p.add_argument("--kube-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
+                   help="seconds per Kubernetes API request of a shard pass (a timed-out pass is retried)")
     p.add_argument("--http", default="0.0.0.0:8080", help="host:port of /healthz, /readyz and /metrics")
     p.add_argument("--poll-interval", type=float, default=5.0, help="seconds between periodic shard passes")
     p.add_argument("--stall-after", type=float, default=300.0, help="seconds before a blocked drain is DrainStalled")
@@ -177,6 +179,8 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     dial (default: the hostname itself, which cluster DNS resolves)."""
     p = parser()
     args = p.parse_args(argv)
+    if not args.kube_timeout > 0:
+        p.error(f"--kube-timeout: {args.kube_timeout} is not a positive number of seconds")
     timing = lease.timing_from(args, p)
     api = api_client(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
@@ -193,7 +197,8 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     # A given adapter (tests, the local stack's era-A doubles) serves every shard, whatever it declares.
     pinned = overrides.pop("dataplane", None)
     dp = pinned or plane_factory(version)
-    ctx = Context(kube=Kube(api), dataplane=dp, config=config, metrics=Metrics(),  # type: ignore[arg-type]
+    kube = Kube(api, request_timeout=args.kube_timeout)
+    ctx = Context(kube=kube, dataplane=dp, config=config, metrics=Metrics(),  # type: ignore[arg-type]
                   plane_factory=None if pinned else plane_factory, **overrides)
     return Runtime(args, Agent(ctx), api, timing)
 

@@ -18,7 +18,7 @@ from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
 from . import backup_health, podinfo, roles, topology
 from .context import Context, NotLeader, Obj, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
-from .kube import Conflict
+from .kube import Conflict, KubeUnavailable
 
 _SHARD_LABELS = (keys.LABEL_CLUSTER, keys.LABEL_DATABASE, keys.LABEL_TABLEGROUP, keys.LABEL_SHARD)
 ShardRef = tuple[str, tuple[tuple[str, str], ...]]
@@ -50,6 +50,21 @@ class Agent:
         except NotLeader as refused:
             self.ctx.log.warning("not acting: this agent's leadership is in doubt", extra={"effect": str(refused)})
 
+    @contextlib.contextmanager
+    def _kube_retried(self, namespace: str) -> Iterator[None]:
+        """Ends a pass at a Kubernetes call that timed out or could not connect: a warning, no
+        traceback; the next event or periodic pass retries."""
+        try:
+            yield
+        except KubeUnavailable as exc:
+            self._kube_failed(namespace, exc)
+
+    def _kube_failed(self, namespace: str, exc: KubeUnavailable) -> None:
+        self.last_error = f"KubeUnavailable: {exc}"
+        self.ctx.metrics.reconcile_errors.labels("KubeUnavailable").inc()
+        self.ctx.log.warning("Kubernetes API unavailable; retrying next pass",
+                             extra={"namespace": namespace, "detail": str(exc)})
+
     # --- entry points (kopf handlers and the periodic loop call these) ------------------------------
     def remember(self, pod: Obj) -> ShardRef:
         """Note the pod's shard for the periodic pass."""
@@ -64,7 +79,7 @@ class Agent:
     def on_shard(self, shard: Obj) -> None:
         if not self.is_leader():
             return
-        with self._leader_only():
+        with self._leader_only(), self._kube_retried(podinfo.namespace(shard)):
             self._on_shard(shard)
 
     def _on_shard(self, shard: Obj) -> None:
@@ -100,7 +115,11 @@ class Agent:
         for ns, name in list(self._crs):
             if not self.is_leader():
                 return
-            shard = self.ctx.kube.get_shard(ns, name)
+            try:
+                shard = self.ctx.kube.get_shard(ns, name)
+            except KubeUnavailable as exc:
+                self._kube_failed(ns, exc)
+                return  # the API server is not answering: the next round asks again
             if shard is None:
                 self._crs.pop((ns, name), None)
             else:
@@ -121,6 +140,9 @@ class Agent:
                 views = self._reconcile(ref)
                 self.last_error = ""
                 return views
+            except KubeUnavailable as exc:
+                self._kube_failed(ref[0], exc)
+                return []
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 self.ctx.metrics.reconcile_errors.labels(type(exc).__name__).inc()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import urllib3
 from ansible_collections.multigres.pools.plugins.module_utils import events, facts, keys, labels
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -20,6 +21,9 @@ from . import podinfo
 Obj = dict[str, Any]
 # Explicit: the client would send strategic merge for dicts, which custom resources do not accept.
 MERGE = "application/merge-patch+json"
+# Seconds per attempt of one API call (`--kube-timeout`); urllib3 retries an idempotent read that
+# timed out up to 3 times, so a read gives up within 4 times this.
+DEFAULT_REQUEST_TIMEOUT_S = 10.0
 
 
 def now_rfc3339(ts: float | None = None) -> str:
@@ -30,9 +34,16 @@ class Conflict(Exception):
     """The object changed since it was read; re-read and decide again."""
 
 
+class KubeUnavailable(Exception):
+    """The API server did not answer within the request timeout or could not be reached: the pass ends
+    and the next one retries."""
+
+
 class Kube:
-    def __init__(self, api: client.ApiClient, component: str = "multigres-pools-agent") -> None:
+    def __init__(self, api: client.ApiClient, component: str = "multigres-pools-agent",
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
         self.api = api
+        self.request_timeout = request_timeout
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.component = component
@@ -41,6 +52,14 @@ class Kube:
         # writes while the agent does not hold its Lease.
         self.fence: Callable[[str], None] = lambda name: None
 
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Every API call goes through here: bounded by the request timeout, and a call that times out
+        or cannot connect raises KubeUnavailable (ApiException still means the server answered)."""
+        try:
+            return fn(*args, _request_timeout=self.request_timeout, **kwargs)
+        except urllib3.exceptions.HTTPError as exc:
+            raise KubeUnavailable(f"Kubernetes API {fn.__name__}: {exc}") from exc
+
     @staticmethod
     def _json(resp: Any) -> Obj:
         return json.loads(resp.data)
@@ -48,7 +67,7 @@ class Kube:
     # --- reads -----------------------------------------------------------------------------------
     def get_pod(self, namespace: str, name: str) -> Obj | None:
         try:
-            return self._json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
+            return self._json(self._call(self.core.read_namespaced_pod, name, namespace, _preload_content=False))
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -56,14 +75,15 @@ class Kube:
 
     def list_pool_pods(self, namespace: str, selector: dict[str, str]) -> list[Obj]:
         sel = {keys.LABEL_APP_COMPONENT: keys.COMPONENT_POOL, **selector}
-        resp = self.core.list_namespaced_pod(namespace, label_selector=labels.selector_string(sel),
+        resp = self._call(self.core.list_namespaced_pod, namespace, label_selector=labels.selector_string(sel),
                                              _preload_content=False)
         return list(self._json(resp).get("items") or [])
 
     def get_shard(self, namespace: str, name: str) -> Obj | None:
         try:
-            return self._json(self.custom.get_namespaced_custom_object(
-                keys.API_GROUP, keys.API_VERSION, namespace, keys.SHARD_PLURAL, name, _preload_content=False))
+            return self._json(self._call(
+                self.custom.get_namespaced_custom_object, keys.API_GROUP, keys.API_VERSION, namespace,
+                keys.SHARD_PLURAL, name, _preload_content=False))
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -84,7 +104,7 @@ class Kube:
         if precondition:
             body["metadata"]["resourceVersion"] = podinfo.meta(pod).get("resourceVersion")
         try:
-            resp = self.core.patch_namespaced_pod(podinfo.name(pod), podinfo.namespace(pod), body,
+            resp = self._call(self.core.patch_namespaced_pod, podinfo.name(pod), podinfo.namespace(pod), body,
                                                   _preload_content=False, _content_type=MERGE,
                                                   field_manager=keys.AGENT_FIELD_MANAGER)
         except ApiException as exc:
@@ -105,7 +125,7 @@ class Kube:
         patch = [{"op": "test", "path": f"/metadata/finalizers/{idx}", "value": finalizer},
                  {"op": "remove", "path": f"/metadata/finalizers/{idx}"}]
         try:
-            self.core.patch_namespaced_pod(podinfo.name(pod), podinfo.namespace(pod), patch,
+            self._call(self.core.patch_namespaced_pod, podinfo.name(pod), podinfo.namespace(pod), patch,
                                            field_manager=keys.AGENT_FIELD_MANAGER)
         except ApiException as exc:
             if exc.status in (409, 422, 500):
@@ -124,7 +144,7 @@ class Kube:
         conditions.append({"type": ctype, "status": status, "reason": reason, "message": message[:1024],
                            "lastTransitionTime": now_rfc3339()})
         try:
-            resp = self.core.patch_namespaced_pod_status(podinfo.name(pod), podinfo.namespace(pod),
+            resp = self._call(self.core.patch_namespaced_pod_status, podinfo.name(pod), podinfo.namespace(pod),
                                                          {"status": {"conditions": conditions}},
                                                          _content_type=MERGE, _preload_content=False,
                                                          field_manager=keys.AGENT_FIELD_MANAGER)
@@ -136,8 +156,9 @@ class Kube:
 
     def patch_shard_annotations(self, shard: Obj, annotations: dict[str, str | None]) -> None:
         self.fence("patch-shard")
-        self.custom.patch_namespaced_custom_object(
-            keys.API_GROUP, keys.API_VERSION, podinfo.namespace(shard), keys.SHARD_PLURAL, podinfo.name(shard),
+        self._call(
+            self.custom.patch_namespaced_custom_object, keys.API_GROUP, keys.API_VERSION,
+            podinfo.namespace(shard), keys.SHARD_PLURAL, podinfo.name(shard),
             {"metadata": {"annotations": annotations}}, _content_type=MERGE,
             field_manager=keys.AGENT_FIELD_MANAGER)
 
@@ -151,5 +172,5 @@ class Kube:
         body = events.event_manifest(involved, "Warning" if warning else "Normal", reason, message,
                                      component=self.component, instance=f"{self.host}-{uuid.uuid4().hex[:6]}",
                                      stamp=now_rfc3339(), host=self.host)
-        with contextlib.suppress(ApiException):
-            self.core.create_namespaced_event(meta.get("namespace"), body)
+        with contextlib.suppress(ApiException, KubeUnavailable):  # best effort, see above
+            self._call(self.core.create_namespaced_event, meta.get("namespace"), body)

@@ -11,7 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations, facts, keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils import (
+    drain_annotations,
+    facts,
+    keys,
+    naming,
+    topology_address,
+)
 
 from ..dataplane.base import BackupLocationKind, DatabaseRegistration, PoolerId, ShardTopology
 
@@ -83,13 +89,24 @@ class PodTopology:
         return self.topology.key
 
 
+def global_addresses(value: str) -> tuple[str, ...]:
+    """The normalised endpoints (one spelling per server, dialling order kept); () when unusable, so
+    the pod or CR is left alone rather than grouped under a second spelling of its topology."""
+    try:
+        return topology_address.endpoints(value) if value.strip() else ()
+    except topology_address.TopologyAddressError:
+        return ()
+
+
 def pod_topology(pod: Obj) -> PodTopology | None:
     """None when the pod has no multipooler container with the topology flags."""
     f = multipooler_flags(pod)
     needed = ("topo-global-server-addresses", "topo-global-root", "cell", "database", "table-group", "shard")
     if not all(f.get(k) for k in needed):
         return None
-    addresses = tuple(a.strip() for a in f["topo-global-server-addresses"].split(",") if a.strip())
+    addresses = global_addresses(f["topo-global-server-addresses"])
+    if not addresses:
+        return None
     topo = ShardTopology(addresses, f["topo-global-root"], f["database"], f["table-group"], f["shard"], (f["cell"],))
     return PodTopology(topo, f.get("service-id") or naming.service_id(name(pod)))
 
@@ -108,10 +125,11 @@ def cr_cells(cr: Obj) -> tuple[str, ...]:
 def cr_topology(cr: Obj) -> ShardTopology | None:
     spec = cr.get("spec") or {}
     topo = spec.get("globalTopoServer") or {}
-    if not topo.get("address"):
+    addresses = global_addresses(topo.get("address") or "")
+    if not addresses:
         return None
     return ShardTopology(
-        global_addresses=tuple(a.strip() for a in topo["address"].split(",") if a.strip()),
+        global_addresses=addresses,
         global_root=topo.get("rootPath") or "/multigres/global",
         database=spec.get("databaseName") or "postgres",
         tablegroup=spec.get("tableGroupName") or "default",

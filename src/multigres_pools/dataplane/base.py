@@ -29,7 +29,10 @@ class ShardTopology:
 
     @property
     def key(self) -> tuple[str, ...]:
-        return (",".join(self.global_addresses), self.global_root, self.database, self.tablegroup, self.shard)
+        """The shard's identity: the endpoint order (dialling order) does not make another topology.
+        `global_addresses` are normalised where they are read (podinfo), so one server has one spelling."""
+        return (",".join(sorted(set(self.global_addresses))), self.global_root, self.database, self.tablegroup,
+                self.shard)
 
 
 @dataclass(frozen=True)

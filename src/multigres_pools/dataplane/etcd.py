@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import base64
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import etcd3gw
@@ -19,6 +21,10 @@ from etcd3gw import exceptions as etcd_exc
 from .base import TopologyUnavailable
 
 DEFAULT_TIMEOUT_S = 5.0
+# Failures that say "this endpoint is not reachable now" (etcd3gw maps 503 to ConnectionFailedError):
+# another endpoint of the same cluster may answer.
+_UNREACHABLE = (etcd_exc.ConnectionFailedError, etcd_exc.ConnectionTimeoutError, requests.ConnectionError,
+                requests.Timeout, ConnectionError)
 
 
 @dataclass(frozen=True)
@@ -41,42 +47,75 @@ def parse_address(address: str) -> tuple[str, str, int]:
 
 
 class Etcd:
-    """One etcd endpoint. Every failure to reach it raises TopologyUnavailable."""
+    """One etcd cluster reached through its endpoints, dialled in order: a connection failure (refused,
+    timed out, 503) moves on to the next endpoint and the one that answered is tried first next time.
+    When none answers: TopologyUnavailable naming each endpoint's failure.
 
-    def __init__(self, address: str, tls: EtcdTLS | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> None:
-        protocol, host, port = parse_address(address)
-        session = requests.Session()
-        session.trust_env = False
-        if tls and tls.ca_file:
-            session.verify = tls.ca_file
-        if tls and tls.cert_file and tls.key_file:
-            session.cert = (tls.cert_file, tls.key_file)
-        self.address = address
-        self._client = etcd3gw.client(host=host, port=port, protocol=protocol, timeout=timeout, session=session)
+    A write that timed out may have been applied before the next endpoint is asked: `put` and `delete`
+    are idempotent, and `create`/`compare_and_put` then answer False, after which callers re-read.
+    """
 
-    def _call(self, fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (etcd_exc.Etcd3Exception, requests.RequestException, OSError) as exc:
-            raise TopologyUnavailable(f"etcd {self.address}: {exc}") from exc
+    def __init__(self, address: str | Sequence[str], tls: EtcdTLS | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        parts = address.split(",") if isinstance(address, str) else list(address)
+        self.endpoints = tuple(dict.fromkeys(a.strip() for a in parts if a.strip()))
+        if not self.endpoints:
+            raise ValueError("etcd: no endpoint given")
+        self.address = ",".join(self.endpoints)
+        self._tls, self._timeout = tls, timeout
+        self._clients: dict[str, Any] = {}
+        self._preferred = 0
+        self._lock = threading.Lock()
+
+    def _client_for(self, endpoint: str):
+        if endpoint not in self._clients:
+            protocol, host, port = parse_address(endpoint)
+            session = requests.Session()
+            session.trust_env = False
+            if self._tls and self._tls.ca_file:
+                session.verify = self._tls.ca_file
+            if self._tls and self._tls.cert_file and self._tls.key_file:
+                session.cert = (self._tls.cert_file, self._tls.key_file)
+            self._clients[endpoint] = etcd3gw.client(host=host, port=port, protocol=protocol,
+                                                     timeout=self._timeout, session=session)
+        return self._clients[endpoint]
+
+    def _call(self, method: str, *args, **kwargs):
+        with self._lock:
+            start = self._preferred
+        failures = []
+        for i in range(len(self.endpoints)):
+            index = (start + i) % len(self.endpoints)
+            endpoint = self.endpoints[index]
+            try:
+                result = getattr(self._client_for(endpoint), method)(*args, **kwargs)
+            except _UNREACHABLE as exc:
+                failures.append(f"{endpoint}: {exc}")
+                continue
+            except (etcd_exc.Etcd3Exception, requests.RequestException, OSError) as exc:
+                raise TopologyUnavailable(f"etcd {endpoint}: {exc}") from exc
+            with self._lock:
+                self._preferred = index
+            return result
+        raise TopologyUnavailable(f"etcd: no endpoint answered ({'; '.join(failures)})")
 
     def get(self, key: str) -> tuple[bytes, int] | None:
         """(value, mod_revision) or None when absent."""
-        items = self._call(self._client.get, key, metadata=True)
+        items = self._call("get", key, metadata=True)
         if not items:
             return None
         value, meta = items[0]
         return value, int(meta.get("mod_revision", 0))
 
     def get_prefix(self, prefix: str) -> list[tuple[str, bytes]]:
-        items = self._call(self._client.get_prefix, prefix, sort_order="ascend", sort_target="key")
+        items = self._call("get_prefix", prefix, sort_order="ascend", sort_target="key")
         return [(meta["key"].decode(), value) for value, meta in items]
 
     def put(self, key: str, value: bytes) -> None:
-        self._call(self._client.put, key, value)
+        self._call("put", key, value)
 
     def delete(self, key: str) -> bool:
-        return bool(self._call(self._client.delete, key))
+        return bool(self._call("delete", key))
 
     def _txn(self, key: str, compare: dict, value: bytes) -> bool:
         txn = {
@@ -84,7 +123,7 @@ class Etcd:
             "success": [{"request_put": {"key": _b64(key), "value": _b64(value)}}],
             "failure": [],
         }
-        return bool(self._call(self._client.transaction, txn).get("succeeded", False))
+        return bool(self._call("transaction", txn).get("succeeded", False))
 
     def create(self, key: str, value: bytes) -> bool:
         """Put only if the key does not exist (topo Create); False when it already existed."""
@@ -96,15 +135,16 @@ class Etcd:
 
 
 class EtcdPool:
-    """One Etcd client per address, shared by threads (requests sessions are used one call at a time)."""
+    """One Etcd client per endpoint list, shared by threads (requests sessions are used one call at a time)."""
 
     def __init__(self, tls: EtcdTLS | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> None:
         self._tls, self._timeout = tls, timeout
         self._clients: dict[str, Etcd] = {}
         self._lock = threading.Lock()
 
-    def get(self, address: str) -> Etcd:
+    def get(self, address: str | Sequence[str]) -> Etcd:
+        key = address if isinstance(address, str) else ",".join(address)
         with self._lock:
-            if address not in self._clients:
-                self._clients[address] = Etcd(address, self._tls, self._timeout)
-            return self._clients[address]
+            if key not in self._clients:
+                self._clients[key] = Etcd(address, self._tls, self._timeout)
+            return self._clients[key]

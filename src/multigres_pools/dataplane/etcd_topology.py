@@ -81,7 +81,7 @@ class EtcdTopologyPlane(DataPlane):
 
     # --- etcd --------------------------------------------------------------------------------------
     def _global(self, topo: ShardTopology) -> Etcd:
-        return self._etcd.get(topo.global_addresses[0])
+        return self._etcd.get(topo.global_addresses)
 
     def _cell_store(self, topo: ShardTopology, cell: str) -> tuple[Etcd, str]:
         """ConnForCell: the Cell record names the cell topo; unregistered cells use the global one."""
@@ -89,7 +89,8 @@ class EtcdTopologyPlane(DataPlane):
         if found:
             rec = cm.Cell.FromString(found[0])
             if rec.server_addresses:
-                return self._etcd.get(self._dial_address(rec.server_addresses[0])), rec.root or topo.global_root
+                dial = tuple(self._dial_address(a) for a in rec.server_addresses)
+                return self._etcd.get(dial), rec.root or topo.global_root
         return self._global(topo), topo.global_root
 
     def _dial_address(self, address: str) -> str:
@@ -126,7 +127,7 @@ class EtcdTopologyPlane(DataPlane):
         changes = []
         for cell in sorted(set(database.cells)):
             # Cells are created once and never rewritten (contract §2.7).
-            record = cm.Cell(name=cell, server_addresses=[topo.global_addresses[0]], root=root)
+            record = cm.Cell(name=cell, server_addresses=list(topo.global_addresses), root=root)
             if store.create(naming.cell_key(root, cell), record.SerializeToString()):
                 changes.append(f"cell {cell} registered")
         key = naming.database_key(root, database.name)

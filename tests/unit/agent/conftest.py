@@ -6,7 +6,9 @@ would be imported as `agent.conftest`)."""
 from __future__ import annotations
 
 import shutil
+import socket
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,3 +49,43 @@ def root(private_etcd: Etcd) -> Iterator[str]:
     client = Client(private_etcd.endpoint)
     for key, _ in client.get_prefix(path.rsplit("/", 1)[0] + "/"):
         client.delete(key)
+
+
+@pytest.fixture
+def closed_port() -> Iterator[str]:
+    """host:port bound but not listening: connections are refused, and no one else can take it."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def silent_port() -> Iterator[str]:
+    """host:port that accepts connections and never answers (a blackholed endpoint)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(sock.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join()
+        for conn in accepted:
+            conn.close()
+        sock.close()

@@ -44,3 +44,21 @@ def test_cr_registration() -> None:
     db = podinfo.cr_database(cr, topo.cells)
     assert db.backup_kind is BackupLocationKind.S3 and db.s3_key_prefix == "k"
     assert podinfo.cr_backup_threshold_s(cr) == 5400
+
+
+def test_one_topology_whatever_the_spelling() -> None:
+    """Pods (or a CR) naming the same etcd servers differently group as one shard; dialling order kept."""
+    def flag(value: str) -> list[str]:
+        return [a if not a.startswith("--topo-global-server-addresses=") else f"--topo-global-server-addresses={value}"
+                for a in ARGS]
+
+    spellings = ["etcd-a:2379,etcd-b:2379", "http://ETCD-B:2379, etcd-a:2379", "etcd-b:2379,etcd-a:2379,etcd-b:2379"]
+    tops = [podinfo.pod_topology(pod(flag(s))) for s in spellings]
+    assert len({t.shard_key for t in tops}) == 1
+    assert tops[1].topology.global_addresses == ("etcd-b:2379", "etcd-a:2379")
+    cr = {"spec": {"globalTopoServer": {"address": "HTTP://etcd-b:2379,etcd-a:2379"},
+                   "pools": {"a": {"cells": ["zone1"]}}}}
+    assert podinfo.cr_topology(cr).key == tops[0].shard_key
+    # An address no client could dial is not read as some other topology: the pod/CR is left alone.
+    assert podinfo.pod_topology(pod(flag("etcd-a"))) is None
+    assert podinfo.cr_topology({"spec": {"globalTopoServer": {"address": "etcd:2379,"}}}) is None
