@@ -7,13 +7,15 @@ primary last); scale back down to 3 (each removed pod drained out of synchronous
 first); check that every acknowledged write is still there; delete the shard; stop everything.
 
 Progress is one line per change, readable in a log or CI (no redrawn screen).
-Run: `make demo` (or `python -m multigres_pools.playground.demo_multigres --keep` to leave it up).
+Run: `make demo` (or `python -m multigres_pools.playground.demo_multigres --workdir DIR` to keep the
+logs of every component in DIR; a temporary work directory is removed after a passing run).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import shutil
 import sys
 import tempfile
 import time
@@ -180,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stack.stop()
     print(f"demo {'passed' if ok else 'FAILED'} in {time.monotonic() - started:.0f}s; everything stopped", flush=True)
+    if ok and args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)  # hundreds of MB of data directories and logs
+    elif not ok:
+        print(f"logs of every component: {workdir}", flush=True)
     return 0 if ok else 1
 
 
