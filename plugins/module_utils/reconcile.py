@@ -205,12 +205,7 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
         return decision
     # A paused deletion still reports: status is the only place that says why the finalizer waits.
     if cr is not None and (not plan.deleting or plan.paused):
-        new = shard_status.compute(desired, observed, plan, stamp=stamp)
-        result.status = new
-        previous = cr.get("status") or {}
-        if shard_status.changed(previous, new):
-            decision.status = new
-            decision.events = shard_status.transition_events(cr, previous, new)
+        _set_status(decision, cr, shard_status.compute(desired, observed, plan, stamp=stamp), with_events=True)
     return decision
 
 
@@ -250,11 +245,8 @@ def _status_after(request: Request, decision: Decision, outcomes: list[Outcome])
     replanned = planner.plan(desired, after, now, cleanup_timeout=request.cleanup_timeout)
     if replanned.errors or replanned.deleting:
         return
-    new = shard_status.compute(desired, after, replanned, stamp=facts.format_time(now))
-    decision.result.status = new
-    previous = cr.get("status") or {}
-    decision.status = new if shard_status.changed(previous, new) else None
-    decision.events = shard_status.transition_events(cr, previous, new) if decision.status is not None else []
+    _set_status(decision, cr, shard_status.compute(desired, after, replanned, stamp=facts.format_time(now)),
+                with_events=True)
 
 
 def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = None) -> Result:
@@ -304,11 +296,14 @@ def _invalid(decision: Decision, stamp: str) -> Decision:
     return decision
 
 
-def _set_status(decision: Decision, cr: Manifest, status: Manifest) -> None:
-    """Report `status`; it is written only when it differs from the CR's."""
+def _set_status(decision: Decision, cr: Manifest, status: Manifest, *, with_events: bool = False) -> None:
+    """Report `status`; it is written (with its transition events, if asked) only when it differs from
+    the CR's. A refusal sends no transition events: its conditions say why."""
     decision.result.status = status
-    if shard_status.changed(cr.get("status") or {}, status):
-        decision.status = status
+    previous = cr.get("status") or {}
+    changed = shard_status.changed(previous, status)
+    decision.status = status if changed else None
+    decision.events = shard_status.transition_events(cr, previous, status) if changed and with_events else []
 
 
 def _finish(result: Result, client: KubeClient, started: float) -> Result:
