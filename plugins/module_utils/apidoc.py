@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .crd import shard_crd
+from .requirements_guard import runtime_requirements
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from .crd import shard_crd
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (apidoc.py) -->"
 END = "<!-- END GENERATED REFERENCE -->"

@@ -15,9 +15,13 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from . import keys, layout, monitoring, output
-from .crd import shard_crd
+from . import keys, layout
 from .desired import Manifest
+from .requirements_guard import runtime_requirements
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from . import monitoring, output
+    from .crd import shard_crd
 
 NAMESPACE = keys.INSTALL_NAMESPACE
 OPERATOR = keys.OPERATOR_COMPONENT

@@ -12,7 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from . import keys
-from .model import MultigresShardSpec, MultigresShardStatus
+from .requirements_guard import runtime_requirements
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from .model import MultigresShardSpec, MultigresShardStatus
 
 _DROP = {"title", "additionalProperties", "propertyNames", "patternProperties", "$defs", "const"}
 

@@ -14,6 +14,7 @@ from typing import Annotated, ClassVar
 from pydantic import AfterValidator, Field, StringConstraints
 
 from . import keys
+from .postgres_conf import CONTROL_CEL, has_control_character
 from .rules import Rule, SpecModel, wire_value
 
 # Kubernetes label keys (optional DNS prefix) and values: node labels, pod labels, selectors.
@@ -154,14 +155,6 @@ OWNED_POSTGRES_SETTINGS = (
     "primary_conninfo", "primary_slot_name", "restore_command", "synchronous_standby_names",
     "unix_socket_directories",
 )
-# postgresql.conf has no way to continue a value on the next line: a line break (or any other
-# control character) in a value could only end it and start a setting of the attacker's choosing.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_CEL = r"'[\\x00-\\x1f\\x7f]'"
-
-
-def has_control_character(value: str) -> bool:
-    return _CONTROL.search(value) is not None
 
 
 def _bad_values(config: Mapping[str, str]) -> list[str]:
@@ -174,11 +167,11 @@ def postgres_config_rules(wire: str = "postgresConfig") -> tuple[Rule, ...]:
     return (
         Rule(
             name="postgres-config-single-line",
-            cel=f"self.{wire}.all(k, !self.{wire}[k].matches({_CONTROL_CEL}))",
+            cel=f"self.{wire}.all(k, !self.{wire}[k].matches({CONTROL_CEL}))",
             message="postgresConfig values must be one line without control characters (newline, tab, ...)",
             check=lambda s: not _bad_values(s.postgres_config), field_path=f".{wire}",
             detail=lambda s: ", ".join(_bad_values(s.postgres_config)),
-            detail_cel=f"self.{wire}.filter(k, self.{wire}[k].matches({_CONTROL_CEL}))[0]",
+            detail_cel=f"self.{wire}.filter(k, self.{wire}[k].matches({CONTROL_CEL}))[0]",
         ),
         Rule(
             name="postgres-config-owned-settings",

@@ -12,8 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import keys, output
+from . import keys
 from .desired import Manifest
+from .requirements_guard import runtime_requirements
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from . import output
 
 RUNBOOKS = "https://github.com/multigres/pools/blob/main/docs/operations.md"
 GROUP = "multigres-pools"

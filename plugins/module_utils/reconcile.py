@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, inputs, keys, model, observe, render, snapshot, spechash
+from . import facts, keys, observe, render, snapshot, spechash
 from . import plan as planner
 from . import status as shard_status
 from .actions import Action
@@ -22,7 +22,11 @@ from .apply import Applier, Outcome, write_status
 from .desired import Desired
 from .kube import KubeClient
 from .plan_delete import CLEANUP_TIMEOUT
+from .requirements_guard import runtime_requirements
 from .snapshot import Reader
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from . import inputs, model
 
 Manifest = dict[str, Any]
 _VOLATILE = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")

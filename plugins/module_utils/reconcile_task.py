@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from yaml import YAMLError
-
 from . import kube, snapshot
 from .reconcile import Request, request_problems, run_pass
 from .reconcile_args import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, REQUIRED_BY, REQUIRED_ONE_OF
+from .requirements_guard import runtime_requirements
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from yaml import YAMLError
 
 __all__ = ["ARGUMENT_SPEC", "MUTUALLY_EXCLUSIVE", "REQUIRED_BY", "REQUIRED_ONE_OF", "request", "run"]
 

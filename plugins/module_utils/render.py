@@ -9,15 +9,18 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from functools import partial
+from typing import TYPE_CHECKING
 
 from . import maintenance
 from . import render_cell as cell_objects
 from . import render_infra as infra
 from . import render_security as security
 from .desired import Desired, DesiredPool, Manifest, PVCPolicy
-from .model import MultigresShardSpec
 from .render_context import ShardContext, build_context
 from .render_pod import data_pvc, pool_pod, pool_spec_hash
+
+if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
+    from .model import MultigresShardSpec
 
 # Apply order when a tool applies the whole list: config first, pods last.
 KIND_ORDER = (

@@ -7,8 +7,9 @@ pod IP is reachable from every other pod, and the pod name makes the record trac
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import keys, labels, layout, naming
-from .model import CellDeployment
 from .render_context import Manifest, ShardContext
 from .render_parts import (
     container_security,
@@ -21,6 +22,9 @@ from .render_parts import (
     scheduling,
     svc_port,
 )
+
+if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
+    from .model import CellDeployment
 
 
 def _selector(ctx: ShardContext, component: str, cell: str) -> dict[str, str]:

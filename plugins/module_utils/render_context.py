@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from . import keys, layout, naming, spechash
 from .desired import Manifest
-from .model import ContainerImages, MultigresShardSpec, SecretKeyRef
-from .model_security import has_control_character
+from .postgres_conf import has_control_character
+
+if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
+    from .model import ContainerImages, MultigresShardSpec, SecretKeyRef
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from . import keys, output, render
+from . import keys, render
 from .desired import Manifest
-from .model import MultigresShard, SpecError, check_transition, load_shard, load_spec
+from .requirements_guard import runtime_requirements
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from . import output
+    from .model import MultigresShard, SpecError, check_transition, load_shard, load_spec
 
 Include = Literal["all", "crs", "preview"]
 

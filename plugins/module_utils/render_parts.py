@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import keys, layout
-from .model import Resources, Storage
 from .render_context import Manifest, ShardContext
+
+if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
+    from .model import Resources, Storage
 
 
 def port(name: str, number: int) -> Manifest:

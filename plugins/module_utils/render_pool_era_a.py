@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import layout
-from .model import Pool
 from .render_context import Manifest, ShardContext
 from .render_parts import (
     container_security,
@@ -16,6 +17,9 @@ from .render_parts import (
     resources,
     secret_env,
 )
+
+if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
+    from .model import Pool
 
 
 def _env(ctx: ShardContext) -> list[Manifest]:

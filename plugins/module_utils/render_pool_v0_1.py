@@ -10,8 +10,9 @@ equals Multigres' default, so the pod says exactly what runs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import layout, naming
-from .model import Pool
 from .render_context import Manifest, ShardContext
 from .render_parts import (
     container_security,
@@ -23,6 +24,9 @@ from .render_parts import (
     postgres_env,
     resources,
 )
+
+if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
+    from .model import Pool
 
 POD_NAME_ENV = "POD_NAME"
 # multipooler's HTTP server answers /live before its manager is ready; pgctld's /ready waits for

@@ -22,9 +22,13 @@ So v0.1.0 needs no `trust` line: SCRAM-SHA-256 on the socket, on localhost and f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import keys, labels, layout, naming
-from .model_security import LabelSelector, NetworkPeer
 from .render_context import Manifest, ShardContext
+
+if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
+    from .model_security import LabelSelector, NetworkPeer
 
 # Era A (d782aa06) wires no replication password, so standbys must be trusted; this is the Go
 # operator's reach. Override with pgHbaTemplate.

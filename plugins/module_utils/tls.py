@@ -11,10 +11,13 @@ import base64
 import datetime as dt
 from collections.abc import Mapping, Sequence
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from .requirements_guard import runtime_requirements
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CA_CERT_KEY = "ca.crt"
 CA_KEY_KEY = "ca.key"

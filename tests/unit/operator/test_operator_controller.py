@@ -33,7 +33,8 @@ def test_scheduling_by_outcome(tmp_path: Path, batch_size: int) -> None:
     async def scenario() -> Controller:
         ctl = Controller(PlaybookRunner(root=tmp_path, playbook=PLAYBOOK),
                          Settings(concurrency=4, coalesce=0.01, resync_period=3600, batch_size=batch_size),
-                         backoff=Backoff(base=60, rand=lambda: 0.0),
+                         # A retry far beyond the scenario (which takes minutes on a loaded machine): one failure only.
+                         backoff=Backoff(base=3600, cap=7200, rand=lambda: 0.0),
                          report_invalid=lambda ns, name, msg: reported.append((ns, name, msg)))
         original = ctl.reconcile_batch
 
