@@ -121,6 +121,41 @@ FINALIZER_POD = "pools.multigres.com/pooler-unregister"
 FINALIZER_SHARD = "pools.multigres.com/shard-cleanup"
 
 
+class ShardCondition(StrEnum):
+    """Every condition type of a MultigresShard's status (status.py writes them; the operator, the
+    status screen and the alerts read them). Ready, Reconciling and Stalled are kstatus's."""
+
+    READY = "Ready"
+    RECONCILING = "Reconciling"
+    STALLED = "Stalled"
+    AVAILABLE = "Available"
+    ROLLING_UPDATE = "RollingUpdate"
+    SCALE_DOWN_BLOCKED = "ScaleDownBlocked"
+    CONFIGURATION_VALID = "ConfigurationValid"
+    BACKUP_HEALTHY = "BackupHealthy"
+    # False while a pod's drain-state annotation holds an unknown value (drain_annotations.py).
+    DRAIN_ANNOTATIONS_VALID = "DrainAnnotationsValid"
+    # False while spec.pools.<pool>.decommission names something that is not a pod of that pool.
+    DECOMMISSION_VALID = "DecommissionValid"
+    # True while a disruptive action waits for spec.maintenanceWindows; the message says what and until when.
+    WAITING_FOR_MAINTENANCE_WINDOW = "WaitingForMaintenanceWindow"
+    # True while the pause annotation holds every write back (plan_pause.py); the message lists them.
+    PAUSED = "Paused"
+
+
+# The status of each condition that means something waits or is wrong: what `multigres-pools status`
+# lists under "blocked". Reconciling and RollingUpdate are normal work, not listed.
+SHARD_CONDITION_ATTENTION = {
+    ShardCondition.READY: "False", ShardCondition.STALLED: "True", ShardCondition.AVAILABLE: "False",
+    ShardCondition.SCALE_DOWN_BLOCKED: "True", ShardCondition.CONFIGURATION_VALID: "False",
+    ShardCondition.BACKUP_HEALTHY: "False", ShardCondition.DRAIN_ANNOTATIONS_VALID: "False",
+    ShardCondition.DECOMMISSION_VALID: "False", ShardCondition.WAITING_FOR_MAINTENANCE_WINDOW: "True",
+    ShardCondition.PAUSED: "True",
+}
+# The pod condition the agent sets while a drain step is stuck past --stall-after.
+POD_CONDITION_DRAIN_STALLED = "DrainStalled"
+
+
 class DrainState(StrEnum):
     """Values of ANN_DRAIN_STATE, in the order a drain walks them (contract §3.4)."""
 

@@ -25,6 +25,11 @@ NAME = "multigres-pools"
 # Only the agent holding the Lease acts; a replica that lost it would keep exporting its last values.
 _ON_AGENT_LEADER = "and on(instance) (multigres_pools_agent_leader == 1)"
 _SHARD = "{{ $labels.namespace }}/{{ $labels.shard }}"
+_C = keys.ShardCondition
+
+
+def _condition_true(condition: str) -> str:
+    return f'max by (namespace, shard) (multigres_pools_operator_shard_condition{{condition="{condition}"}}) == 1'
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ ALERTS = (
           f"{{{{ $value }}}} drain(s) in {_SHARD} have not advanced past --stall-after (DrainStalled=True on "
           "the pod); the scale-down or rolling update waits for them."),
     Alert("MultigresPoolsScaleDownBlocked",
-          'max by (namespace, shard) (multigres_pools_operator_shard_condition{condition="ScaleDownBlocked"}) == 1',
+          _condition_true(_C.SCALE_DOWN_BLOCKED),
           "30m", "warning",
           f"Scale-down of {_SHARD} is blocked by a health gate",
           f"{_SHARD} has ScaleDownBlocked=True for 30 minutes: the operator will not start the drain of a "
@@ -90,7 +95,7 @@ ALERTS = (
           "{{ $value | humanize }} reconcile passes ended in error over the last 15 minutes, for 15 minutes "
           "in a row; the failing shards are retried with backoff."),
     Alert("MultigresPoolsShardStalled",
-          'max by (namespace, shard) (multigres_pools_operator_shard_condition{condition="Stalled"}) == 1',
+          _condition_true(_C.STALLED),
           "15m", "warning",
           f"{_SHARD} is Stalled: its spec is refused",
           f"{_SHARD} has Stalled=True (ConfigurationValid=False): the operator does not act on this generation "

@@ -23,6 +23,8 @@ from .desired import Desired
 from .observe import Observed
 from .plan import Plan
 
+C = keys.ShardCondition
+
 Manifest = dict[str, Any]
 
 
@@ -68,32 +70,22 @@ def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
     try:
         verdict = json.loads(raw)
     except ValueError:
-        return {"type": "BackupHealthy", "status": "Unknown", "reason": "UnreadableReport",
+        return {"type": C.BACKUP_HEALTHY, "status": "Unknown", "reason": "UnreadableReport",
                 "message": f"annotation {keys.ANN_BACKUP_HEALTH} is not JSON"}, {}
     healthy = bool(verdict.get("healthy"))
-    cond = _condition("BackupHealthy", healthy, verdict.get("reason") or ("BackupRecent" if healthy else "BackupStale"),
-                      verdict.get("message", ""))
+    reason = verdict.get("reason") or ("BackupRecent" if healthy else "BackupStale")
+    cond = _condition(C.BACKUP_HEALTHY, healthy, reason, verdict.get("message", ""))
     extra = {k: verdict[k] for k in ("lastBackupTime", "lastBackupType") if verdict.get(k)}
     return cond, extra
 
 
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
-# False while a pod's drain-state annotation holds an unknown value (drain_annotations.py).
-DRAIN_ANNOTATIONS_VALID = "DrainAnnotationsValid"
-# False while spec.pools.<pool>.decommission names something that is not a pod of that pool.
-DECOMMISSION_VALID = "DecommissionValid"
-# True while a disruptive action waits for spec.maintenanceWindows; the message says what and until when.
-WAITING_FOR_WINDOW = "WaitingForMaintenanceWindow"
-# True while the pause annotation holds every write back (plan_pause.py); the message lists them.
-PAUSED = "Paused"
-
-
 def _refusal_conditions(errors: list[str]) -> list[Manifest]:
     text = "; ".join(errors)[:32768]  # the CRD's maxLength of a condition message
-    return [_condition("Ready", False, INVALID_SPEC, text),
-            _condition("Reconciling", False, INVALID_SPEC, "waiting for a spec change"),
-            _condition("Stalled", True, INVALID_SPEC, text),
-            _condition("ConfigurationValid", False, "Invalid", text)]
+    return [_condition(C.READY, False, INVALID_SPEC, text),
+            _condition(C.RECONCILING, False, INVALID_SPEC, "waiting for a spec change"),
+            _condition(C.STALLED, True, INVALID_SPEC, text),
+            _condition(C.CONFIGURATION_VALID, False, "Invalid", text)]
 
 
 def refused(previous: Manifest, errors: list[str], generation: int | None, stamp: str) -> Manifest:
@@ -133,32 +125,32 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     else:
         phase = "Progressing"
 
-    available = (_condition("Available", False, "PoolEmpty", f"no ready replica in {', '.join(empty)}") if empty
-                 else _condition("Available", ready == total, "AllPodsReady" if ready == total else "NotAllPodsReady",
+    available = (_condition(C.AVAILABLE, False, "PoolEmpty", f"no ready replica in {', '.join(empty)}") if empty
+                 else _condition(C.AVAILABLE, ready == total, "AllPodsReady" if ready == total else "NotAllPodsReady",
                                  f"{ready}/{total} pods ready"))
     progress = [
-        _condition("Ready", phase == "Healthy", phase, f"{ready}/{total} pods ready"),
-        _condition("Reconciling", busy, "Progressing" if busy else "Converged",
+        _condition(C.READY, phase == "Healthy", phase, f"{ready}/{total} pods ready"),
+        _condition(C.RECONCILING, busy, "Progressing" if busy else "Converged",
                    (notes or [a.describe() for a in result.actions] or ["up to date"])[0]),
-        _condition("Stalled", False, "NotStalled", ""),
-        _condition("ConfigurationValid", True, "Valid", ""),
+        _condition(C.STALLED, False, "NotStalled", ""),
+        _condition(C.CONFIGURATION_VALID, True, "Valid", ""),
     ]
     verdict = {c["type"]: c for c in (_refusal_conditions(errors) if errors else progress)}
     conditions = [
-        verdict["Ready"], verdict["Reconciling"], verdict["Stalled"],
+        verdict[C.READY], verdict[C.RECONCILING], verdict[C.STALLED],
         available,
-        _condition("RollingUpdate", rolling.in_progress, "PodsDrifted" if rolling.in_progress else "PodsUpToDate",
+        _condition(C.ROLLING_UPDATE, rolling.in_progress, "PodsDrifted" if rolling.in_progress else "PodsUpToDate",
                    rolling.progress),
-        _condition("ScaleDownBlocked", bool(result.blocked), "HealthGate" if result.blocked else "NotBlocked",
+        _condition(C.SCALE_DOWN_BLOCKED, bool(result.blocked), "HealthGate" if result.blocked else "NotBlocked",
                    "; ".join(result.blocked)),
-        verdict["ConfigurationValid"],
-        _condition(DRAIN_ANNOTATIONS_VALID, not result.unknown_drains,
+        verdict[C.CONFIGURATION_VALID],
+        _condition(C.DRAIN_ANNOTATIONS_VALID, not result.unknown_drains,
                    "UnknownDrainState" if result.unknown_drains else "Valid", "; ".join(result.unknown_drains)),
-        _condition(DECOMMISSION_VALID, not result.decommission_problems,
+        _condition(C.DECOMMISSION_VALID, not result.decommission_problems,
                    "UnknownPod" if result.decommission_problems else "Valid", "; ".join(result.decommission_problems)),
-        _condition(WAITING_FOR_WINDOW, bool(result.deferred), "OutsideMaintenanceWindow" if result.deferred
-                   else "NothingDeferred", "; ".join(result.deferred)),
-        _condition(PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
+        _condition(C.WAITING_FOR_MAINTENANCE_WINDOW, bool(result.deferred),
+                   "OutsideMaintenanceWindow" if result.deferred else "NothingDeferred", "; ".join(result.deferred)),
+        _condition(C.PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
                    result.pause_message[:32768]),
     ]
     backup, backup_fields = _backup_condition(observed.cr)
@@ -206,19 +198,19 @@ def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> lis
     before = {c.get("type"): c for c in previous.get("conditions") or []}
     now = {c["type"]: c for c in status["conditions"]}
     out = []
-    blocked = now["ScaleDownBlocked"]
-    if blocked["status"] == "True" and (before.get("ScaleDownBlocked") or {}).get("status") != "True":
-        out.append(event(cr, "Warning", "ScaleDownBlocked", blocked["message"]))
-    available = now["Available"]
-    if available["reason"] == "PoolEmpty" and (before.get("Available") or {}).get("message") != available["message"]:
+    blocked = now[C.SCALE_DOWN_BLOCKED]
+    if blocked["status"] == "True" and (before.get(C.SCALE_DOWN_BLOCKED) or {}).get("status") != "True":
+        out.append(event(cr, "Warning", C.SCALE_DOWN_BLOCKED, blocked["message"]))
+    available = now[C.AVAILABLE]
+    if available["reason"] == "PoolEmpty" and (before.get(C.AVAILABLE) or {}).get("message") != available["message"]:
         out.append(event(cr, "Warning", "PoolEmpty", available["message"]))
-    drains, was = now.get(DRAIN_ANNOTATIONS_VALID) or {}, before.get(DRAIN_ANNOTATIONS_VALID) or {}
+    drains, was = now.get(C.DRAIN_ANNOTATIONS_VALID) or {}, before.get(C.DRAIN_ANNOTATIONS_VALID) or {}
     if drains.get("status") == "False" and was.get("message") != drains["message"]:
         out.append(event(cr, "Warning", "UnknownDrainState", drains["message"]))
-    bad, was_bad = now.get(DECOMMISSION_VALID) or {}, before.get(DECOMMISSION_VALID) or {}
+    bad, was_bad = now.get(C.DECOMMISSION_VALID) or {}, before.get(C.DECOMMISSION_VALID) or {}
     if bad.get("status") == "False" and was_bad.get("message") != bad["message"]:
         out.append(event(cr, "Warning", "DecommissionIgnored", bad["message"]))
-    paused, was_paused = now.get(PAUSED) or {}, (before.get(PAUSED) or {}).get("status") == "True"
+    paused, was_paused = now.get(C.PAUSED) or {}, (before.get(C.PAUSED) or {}).get("status") == "True"
     if paused.get("status") == "True" and not was_paused:
         out.append(event(cr, "Warning" if paused["reason"] != "Paused" else "Normal", "Paused", paused["message"]))
     elif paused.get("status") == "False" and was_paused:

@@ -64,14 +64,17 @@ class Report:
     durability: str = ""
     backups: list[tuple[str, str, bool]] = field(default_factory=list)  # id, type, complete
     data_plane_error: str = ""
+    decommission: list[str] = field(default_factory=list)  # pods listed in spec.pools.<pool>.decommission
 
     @property
     def blocked(self) -> list[str]:
         """Everything that waits, and why: unhealthy conditions and blocked drains."""
         out = [f"{c[0]}: {c[3] or c[2]}" for c in self.conditions
-               if (c[0] in ("Stalled", "ScaleDownBlocked", "DrainStalled") and c[1] == "True")
-               or (c[0] in ("Ready", "ConfigurationValid", "BackupHealthy") and c[1] == "False")]
+               if keys.SHARD_CONDITION_ATTENTION.get(c[0]) == c[1]]
         out += [f"pod {p.name}: drain {p.drain} blocked: {p.blocked}" for p in self.pods if p.blocked]
+        present = {p.name for p in self.pods}
+        out += [f"pod {name}: listed for decommission, waiting for its replacement and drain"
+                for name in self.decommission if name in present]
         if self.data_plane_error:
             out.append(f"data plane: {self.data_plane_error}")
         return out
@@ -142,7 +145,9 @@ def gather(kube: KubeClient, namespace: str, shard: str, dial_host: Callable[[st
         generation=int(facts.meta(cr).get("generation") or 0), observed_generation=status.get("observedGeneration"),
         phase=status.get("phase") or "", pods=[],
         conditions=[(c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", ""))
-                    for c in status.get("conditions") or []])
+                    for c in status.get("conditions") or []],
+        decommission=sorted({str(name) for settings in ((cr.get("spec") or {}).get("pools") or {}).values()
+                             for name in (settings or {}).get("decommission") or []}))
     sync_ids: set[str] | None = None
     try:
         seen = _data_plane(cr, pods, dial_host, rpc_timeout)
@@ -174,8 +179,9 @@ def text(report: Report) -> str:
     lines.append(f"  {'POD':<58} {'POOL/CELL':<18} {'READY':<6} {'ROLE':<8} {'SYNC':<5} {'DRAIN':<19} RESTARTS")
     for p in report.pods:
         sync = "?" if p.in_sync_set is None else ("yes" if p.in_sync_set else "no")
+        drain = p.drain or ("decommission" if p.name in report.decommission else "-")
         lines.append(f"  {p.name:<58} {p.pool + '/' + p.cell:<18} {'yes' if p.ready else 'no':<6} "
-                     f"{p.role or '-':<8} {sync:<5} {p.drain or '-':<19} {p.restarts}")
+                     f"{p.role or '-':<8} {sync:<5} {drain:<19} {p.restarts}")
     lines.append("")
     if report.primary:
         lines.append(f"  primary (confirmed by consensus): {report.primary}")

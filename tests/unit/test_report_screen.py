@@ -39,3 +39,23 @@ def test_nothing_blocked_is_said_plainly():
                       pods=[PodRow("play-0", "default", "zone1", "0", "Running", True, "PRIMARY", "", "", 0, True)],
                       primary="play-0", synchronous_standby_names=["zone1_p-1"])
     assert healthy.blocked == [] and "blocked: nothing" in text(healthy)
+
+
+def test_pause_windows_and_decommission_are_on_the_screen():
+    """Day-2 state an operator must see during an incident (issue 16): a pause, a disruption waiting for
+    its maintenance window, a pod listed for decommission, a decommission entry naming no pod."""
+    report = _report(
+        conditions=[("Ready", "False", "Progressing", "2/3 pods ready"),
+                    ("Paused", "True", "Paused", "annotation pools.multigres.com/paused: 1 write held back"),
+                    ("WaitingForMaintenanceWindow", "True", "OutsideMaintenanceWindow", "rolling update until 02:00"),
+                    ("DecommissionValid", "False", "UnknownPod", "spec.pools.default.decommission: 'x' ignored"),
+                    ("RollingUpdate", "True", "PodsDrifted", "1/3 updated")],
+        decommission=["play-0", "play-9"])
+    assert report.blocked == ["Ready: 2/3 pods ready",
+                              "Paused: annotation pools.multigres.com/paused: 1 write held back",
+                              "WaitingForMaintenanceWindow: rolling update until 02:00",
+                              "DecommissionValid: spec.pools.default.decommission: 'x' ignored",
+                              "pod play-1: drain requested blocked: last-sync-standby",
+                              "pod play-0: listed for decommission, waiting for its replacement and drain"]
+    row = next(line for line in text(report).splitlines() if "play-0" in line and "PRIMARY" in line)
+    assert "decommission" in row

@@ -17,7 +17,6 @@ from .context import Context, Obj, ShardView
 from .drain import Decision, Effect, Facts, Guard, Need, decide
 from .kube import now_rfc3339
 
-STALLED_CONDITION = "DrainStalled"
 MAX_STEPS = 24
 _PRIMARY_EXIT = {
     False: "it leaves through multiorch failover once the pod is deleted",
@@ -230,7 +229,8 @@ def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: De
                            "not deleted in this state", warning=True)
     if (view.namespace, name) in ctx.stalled:
         _set_stalled(ctx, view, pod, False)
-        updated = ctx.kube.set_pod_condition(updated, STALLED_CONDITION, "False", "Progressing", f"now {d.state}")
+        updated = ctx.kube.set_pod_condition(updated, keys.POD_CONDITION_DRAIN_STALLED, "False", "Progressing",
+                                             f"now {d.state}")
     if d.state is DrainState.READY_FOR_DELETION:
         requested = _parse_time(podinfo.annotations(pod).get(keys.ANN_DRAIN_REQUESTED_AT))
         if requested is not None:
@@ -265,9 +265,9 @@ def _block(ctx: Context, view: ShardView, pod: Obj, state: DrainState, reason: s
         _set_stalled(ctx, view, pod, True)
         msg = (f"{text}; stalled for {int(stalled_for)}s. Fix the cause, or force this one step with "
                f"annotation {keys.ANN_DRAIN_FORCE}={state}")
-        pod = ctx.kube.set_pod_condition(pod, STALLED_CONDITION, "True", reason, msg)
+        pod = ctx.kube.set_pod_condition(pod, keys.POD_CONDITION_DRAIN_STALLED, "True", reason, msg)
         for target in view.event_targets(pod):
-            ctx.kube.event(target, STALLED_CONDITION, msg, warning=True)
+            ctx.kube.event(target, keys.POD_CONDITION_DRAIN_STALLED, msg, warning=True)
 
 
 def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-CONFIGURATION_VALID = "ConfigurationValid"
+from ansible_collections.multigres.pools.plugins.module_utils import keys
 
 
 class Result(StrEnum):
@@ -47,7 +47,7 @@ def _condition(status: Mapping[str, Any] | None, ctype: str) -> Mapping[str, Any
 
 def _validation_message(res: Mapping[str, Any]) -> tuple[str, bool] | None:
     """(message, status already written) if `res` reports an invalid spec, else None."""
-    cond = _condition(res.get("status"), CONFIGURATION_VALID)
+    cond = _condition(res.get("status"), keys.ShardCondition.CONFIGURATION_VALID)
     if cond is not None and cond.get("status") == "False":
         return str(cond.get("message") or res.get("msg") or "invalid spec"), True
     errors = res.get("validation_errors") or res.get("errors")

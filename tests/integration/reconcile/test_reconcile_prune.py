@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations, facts, keys, labels, naming
-from ansible_collections.multigres.pools.plugins.module_utils.status import DRAIN_ANNOTATIONS_VALID
+from ansible_collections.multigres.pools.plugins.module_utils.keys import ShardCondition
 
 from tests.integration.reconcile.rig import CELL, POOL, spec
 
@@ -106,7 +106,7 @@ def test_unknown_drain_state_is_reported_and_left_alone_while_scale_down_goes_on
     assert typo in rig.pods() and primary in rig.pods()
     assert facts.annotations(rig.pods()[typo])[keys.ANN_DRAIN_STATE] == "drainig"
     conds = {c["type"]: c for c in rig.cr()["status"]["conditions"]}
-    cond = conds[DRAIN_ANNOTATIONS_VALID]
+    cond = conds[ShardCondition.DRAIN_ANNOTATIONS_VALID]
     assert (cond["status"], cond["reason"]) == ("False", "UnknownDrainState")
     assert cond["message"] == drain_annotations.unknown_state_message(typo, "drainig")
     (event,) = _events(rig, "UnknownDrainState")
@@ -115,7 +115,7 @@ def test_unknown_drain_state_is_reported_and_left_alone_while_scale_down_goes_on
     rig.client.merge_patch("v1", "Pod", rig.namespace, typo,
                            {"metadata": {"annotations": {keys.ANN_DRAIN_STATE: None}}}, field_manager="user")
     rig.settle(name="demo")
-    cond = {c["type"]: c for c in rig.cr()["status"]["conditions"]}[DRAIN_ANNOTATIONS_VALID]
+    cond = {c["type"]: c for c in rig.cr()["status"]["conditions"]}[ShardCondition.DRAIN_ANNOTATIONS_VALID]
     assert (cond["status"], cond["reason"]) == ("True", "Valid")
 
 

@@ -26,7 +26,6 @@ from ansible_collections.multigres.pools.plugins.module_utils import bundle, fac
 from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, KubeError, connect
 from kubernetes import client as k8s
 
-from multigres_pools.agent.drain_runner import STALLED_CONDITION
 from multigres_pools.playground.localstack import install_crd
 from tests.helpers.fake_agent import FakeAgent
 from tests.helpers.polling import eventually
@@ -225,7 +224,7 @@ def test_the_agent_patches_pool_pods_only_and_cannot_delete_pods_or_read_secrets
     patched = agent.merge_patch("v1", "Pod", ns, "pool", role, field_manager=keys.AGENT_FIELD_MANAGER)
     assert facts.labels(patched)[keys.LABEL_ROLE] == "REPLICA"
     agent.merge_patch("v1", "Pod", ns, "pool", {"status": {"conditions": [
-        {"type": STALLED_CONDITION, "status": "False"}]}},
+        {"type": keys.POD_CONDITION_DRAIN_STALLED, "status": "False"}]}},
         field_manager=keys.AGENT_FIELD_MANAGER, subresource="status")
 
     def in_force() -> bool:

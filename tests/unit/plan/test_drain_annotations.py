@@ -76,7 +76,7 @@ def test_unknown_state_is_in_status_and_raises_one_warning_event():
     cr = shard_cr()
     obs = observed(pods, pvcs, cr=cr)
     st = status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp="2026-05-01T12:00:00Z")
-    cond = {c["type"]: c for c in st["conditions"]}[status.DRAIN_ANNOTATIONS_VALID]
+    cond = {c["type"]: c for c in st["conditions"]}[keys.ShardCondition.DRAIN_ANNOTATIONS_VALID]
     assert (cond["status"], cond["reason"]) == ("False", "UnknownDrainState")
     assert pods[1]["metadata"]["name"] in cond["message"] and STATE in cond["message"]
     assert st["readyReplicas"] == 3  # not draining: it still serves
