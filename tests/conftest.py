@@ -19,9 +19,15 @@ class Kube:
     version: str
 
     def api_client(self):  # type: ignore[no-untyped-def]
-        from multigres_pools.kubeclient import api_client
+        from multigres_pools.playground.kubeclient import api_client
 
         return api_client(self.kubeconfig)
+
+    def client(self):  # type: ignore[no-untyped-def]
+        """The engine's KubeClient: what the agent and the operator use."""
+        from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
+
+        return connect(str(self.kubeconfig))
 
 
 @dataclass

@@ -361,6 +361,12 @@ class KubeClient:
         return self.request("create", "POST", path, query=self._write_query(dry_run, fieldManager=field_manager),
                             body=obj)
 
+    def replace(self, obj: Manifest, *, field_manager: str) -> Manifest:
+        """PUT: a compare-and-swap when `obj` carries the resourceVersion it was read at (409 if it moved)."""
+        md = obj["metadata"]
+        path = resource_path(obj["apiVersion"], obj["kind"], md.get("namespace"), md["name"])
+        return self.request("replace", "PUT", path, query={"fieldManager": field_manager}, body=obj)
+
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str, *, uid: str | None = None,
                resource_version: str | None = None, dry_run: bool = False) -> Manifest | None:
         """Delete only the object we looked at: a recreated object (new uid) or a changed one

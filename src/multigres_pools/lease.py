@@ -27,12 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import write_fence
+from ansible_collections.multigres.pools.plugins.module_utils import keys, write_fence
+from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, KubeError
 
 log = logging.getLogger(__name__)
 
 # Candidates spread their attempts by up to this fraction of the retry period (client-go: 1.2).
 JITTER = 0.2
+LEASE_API_VERSION = "coordination.k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -111,39 +113,32 @@ def _micro_time() -> str:
 
 
 class LeaseApi:
-    """The Lease's three calls through the `kubernetes` client, each with `timeout`; plain dicts."""
+    """The Lease's three calls, plain dicts. `kube` is the election's own client (its own connection,
+    its timeout the election's call timeout): a slow request of the agent or the operator never
+    delays a renewal."""
 
-    def __init__(self, api_client: Any, namespace: str, name: str, timeout: float) -> None:
-        from kubernetes import client
-
-        self.api = client.CoordinationV1Api(api_client)
-        self.namespace, self.name, self.timeout = namespace, name, timeout
+    def __init__(self, kube: KubeClient, namespace: str, name: str) -> None:
+        self.kube, self.namespace, self.name = kube, namespace, name
 
     def get(self) -> dict[str, Any] | None:
-        from kubernetes.client.rest import ApiException
-
-        try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=self.timeout)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return self.api.api_client.sanitize_for_serialization(lease)
+        return self.kube.get(LEASE_API_VERSION, "Lease", self.namespace, self.name)
 
     def write(self, lease: dict[str, Any], create: bool) -> bool:
         """Create, or replace at the read resourceVersion; False when another writer won (409)."""
-        from kubernetes.client.rest import ApiException
-
         try:
             if create:
-                self.api.create_namespaced_lease(self.namespace, lease, _request_timeout=self.timeout)
+                self.kube.create(lease, field_manager=keys.FIELD_MANAGER)
             else:
-                self.api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=self.timeout)
-        except ApiException as exc:
+                self.kube.replace(lease, field_manager=keys.FIELD_MANAGER)
+        except KubeError as exc:
             if exc.status == 409:
                 return False
             raise
         return True
+
+
+def lease_api(creds: Credentials, namespace: str, name: str, timeout: float) -> LeaseApi:
+    return LeaseApi(KubeClient(creds, timeout=timeout, user_agent="multigres-pools-lease"), namespace, name)
 
 
 class LeaderElector:
@@ -188,7 +183,7 @@ class LeaderElector:
             return False
         now = _micro_time()
         if lease is None:
-            lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            lease = {"apiVersion": LEASE_API_VERSION, "kind": "Lease",
                      "metadata": {"name": self.api.name, "namespace": self.api.namespace}, "spec": {}}
         spec = lease.setdefault("spec", {})
         if spec.get("holderIdentity") != self.identity:

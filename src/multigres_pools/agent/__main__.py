@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, load_credentials
 
 from .. import cli_help, dataplane, lease, logs
 from ..dataplane.etcd import EtcdTLS
-from ..kubeclient import api_client
 from .context import AgentConfig, Context
 from .core import Agent
 from .kube import DEFAULT_REQUEST_TIMEOUT_S, Kube
@@ -82,7 +82,7 @@ class Runtime:
 
     args: argparse.Namespace
     agent: Agent
-    api: object
+    creds: Credentials
     timing: lease.ElectionTiming = field(default_factory=lease.ElectionTiming)
     stop_flag: threading.Event = field(default_factory=threading.Event)
     ready_flag: threading.Event = field(default_factory=threading.Event)
@@ -133,7 +133,7 @@ class Runtime:
         periodic.start()
         async def operate() -> None:
             try:
-                await kopf.operator(registry=build_registry(self.agent, self.api), standalone=True,
+                await kopf.operator(registry=build_registry(self.agent, self.creds), standalone=True,
                                     clusterwide=not self.args.namespace, namespaces=self.args.namespace,
                                     stop_flag=self.stop_flag, ready_flag=self.ready_flag)
             finally:
@@ -156,7 +156,7 @@ class Runtime:
 
     def _elector(self) -> lease.LeaderElector:
         elector = lease.LeaderElector(
-            lease.LeaseApi(self.api, self.args.lease_namespace, self.args.lease_name, self.timing.call_timeout),
+            lease.lease_api(self.creds, self.args.lease_namespace, self.args.lease_name, self.timing.call_timeout),
             self.args.identity, self.timing, self._leadership)
         # Asked before every side effect: a resumed, frozen agent is refused before its election
         # thread even runs again.
@@ -182,7 +182,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     if not args.kube_timeout > 0:
         p.error(f"--kube-timeout: {args.kube_timeout} is not a positive number of seconds")
     timing = lease.timing_from(args, p)
-    api = api_client(args.kubeconfig)
+    creds = load_credentials(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
     config = AgentConfig(
         stall_after_s=args.stall_after, poll_interval_s=args.poll_interval,
@@ -197,10 +197,10 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     # A given adapter (tests, the local stack's era-A doubles) serves every shard, whatever it declares.
     pinned = overrides.pop("dataplane", None)
     dp = pinned or plane_factory(version)
-    kube = Kube(api, request_timeout=args.kube_timeout)
+    kube = Kube(KubeClient(creds, timeout=args.kube_timeout, user_agent="multigres-pools-agent"))
     ctx = Context(kube=kube, dataplane=dp, config=config, metrics=Metrics(),  # type: ignore[arg-type]
                   plane_factory=None if pinned else plane_factory, **overrides)
-    return Runtime(args, Agent(ctx), api, timing)
+    return Runtime(args, Agent(ctx), creds, timing)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,23 +11,25 @@ from typing import Any
 
 import kopf
 from ansible_collections.multigres.pools.plugins.module_utils import keys
-from kubernetes import client
+from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials
 
 from .core import Agent
 
 
-def connection_info(api: client.ApiClient) -> kopf.ConnectionInfo:
-    """Reuse the kubernetes client's resolved credentials (kubeconfig or in-cluster) for kopf."""
-    cfg = api.configuration
-    token = (cfg.api_key or {}).get("authorization") or (cfg.api_key or {}).get("BearerToken")
+def connection_info(creds: Credentials) -> kopf.ConnectionInfo:
+    """kopf's watches log in with the agent's own credentials (kubeconfig or in-cluster): one source."""
+    scheme, _, secret = creds.headers().get("Authorization", "").partition(" ")
     return kopf.ConnectionInfo(
-        server=cfg.host,
-        ca_path=cfg.ssl_ca_cert,
-        insecure=not cfg.verify_ssl,
-        certificate_path=cfg.cert_file,
-        private_key_path=cfg.key_file,
-        token=token.removeprefix("Bearer ").strip() if token else None,
-        scheme="Bearer" if token else None,
+        server=creds.server,
+        ca_data=creds.ca_data,
+        insecure=creds.insecure,
+        certificate_data=creds.cert_data,
+        private_key_data=creds.key_data,
+        # Read at each login: a projected service-account token file rotates.
+        token=secret if scheme == "Bearer" else None,
+        username=creds.basic[0] if creds.basic else None,
+        password=creds.basic[1] if creds.basic else None,
+        scheme="Bearer" if scheme == "Bearer" else None,
     )
 
 
@@ -35,12 +37,12 @@ def _plain(body: kopf.Body) -> dict[str, Any]:
     return json.loads(json.dumps(dict(body), default=dict))
 
 
-def build_registry(agent: Agent, api: client.ApiClient) -> kopf.OperatorRegistry:
+def build_registry(agent: Agent, creds: Credentials) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
-        return connection_info(api)
+        return connection_info(creds)
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:

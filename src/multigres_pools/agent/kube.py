@@ -1,28 +1,25 @@
 """The agent's few Kubernetes calls, returning plain dicts. Writes are merge patches on metadata only,
-with a resourceVersion precondition where a stale write could revive a cancelled drain."""
+with a resourceVersion precondition where a stale write could revive a cancelled drain. They go
+through the engine's KubeClient, the one client of the agent and the operator (kopf only watches)."""
 
 from __future__ import annotations
 
 import contextlib
-import json
+import http.client
 import socket
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-import urllib3
 from ansible_collections.multigres.pools.plugins.module_utils import events, facts, keys, labels
-from kubernetes import client
-from kubernetes.client.rest import ApiException
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError
 
 from . import podinfo
 
 Obj = dict[str, Any]
-# Explicit: the client would send strategic merge for dicts, which custom resources do not accept.
-MERGE = "application/merge-patch+json"
-# Seconds per attempt of one API call (`--kube-timeout`); urllib3 retries an idempotent read that
-# timed out up to 3 times, so a read gives up within 4 times this.
+T = TypeVar("T")
+# Seconds per API call (`--kube-timeout`): the client's socket timeout, one attempt per call.
 DEFAULT_REQUEST_TIMEOUT_S = 10.0
 
 
@@ -40,56 +37,44 @@ class KubeUnavailable(Exception):
 
 
 class Kube:
-    def __init__(self, api: client.ApiClient, component: str = "multigres-pools-agent",
-                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
-        self.api = api
-        self.request_timeout = request_timeout
-        self.core = client.CoreV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
+    def __init__(self, client: KubeClient, component: str = "multigres-pools-agent") -> None:
+        self.client = client
         self.component = component
         self.host = socket.gethostname()
         # Called with the write's name before every write; the agent's Context makes it refuse
         # writes while the agent does not hold its Lease.
         self.fence: Callable[[str], None] = lambda name: None
 
-    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Every API call goes through here: bounded by the request timeout, and a call that times out
-        or cannot connect raises KubeUnavailable (ApiException still means the server answered)."""
-        try:
-            return fn(*args, _request_timeout=self.request_timeout, **kwargs)
-        except urllib3.exceptions.HTTPError as exc:
-            raise KubeUnavailable(f"Kubernetes API {fn.__name__}: {exc}") from exc
+    @property
+    def request_timeout(self) -> float:
+        return self.client.timeout
 
-    @staticmethod
-    def _json(resp: Any) -> Obj:
-        return json.loads(resp.data)
+    def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Every API call goes through here: a call that times out or cannot connect raises
+        KubeUnavailable (KubeError still means the server answered)."""
+        try:
+            return fn(*args, **kwargs)
+        except (OSError, http.client.HTTPException) as exc:
+            self.client.close()  # a half-read answer must not be taken for the next call's
+            raise KubeUnavailable(f"Kubernetes API {what}: {exc or type(exc).__name__}") from exc
 
     # --- reads -----------------------------------------------------------------------------------
     def get_pod(self, namespace: str, name: str) -> Obj | None:
-        try:
-            return self._json(self._call(self.core.read_namespaced_pod, name, namespace, _preload_content=False))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self._call("get pod", self.client.get, "v1", "Pod", namespace, name)
 
     def list_pool_pods(self, namespace: str, selector: dict[str, str]) -> list[Obj]:
         sel = {keys.LABEL_APP_COMPONENT: keys.COMPONENT_POOL, **selector}
-        resp = self._call(self.core.list_namespaced_pod, namespace, label_selector=labels.selector_string(sel),
-                                             _preload_content=False)
-        return list(self._json(resp).get("items") or [])
+        return self._call("list pods", self.client.list, "v1", "Pod", namespace, labels.selector_string(sel))
 
     def get_shard(self, namespace: str, name: str) -> Obj | None:
-        try:
-            return self._json(self._call(
-                self.custom.get_namespaced_custom_object, keys.API_GROUP, keys.API_VERSION, namespace,
-                keys.SHARD_PLURAL, name, _preload_content=False))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self._call("get shard", self.client.get, keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name)
 
     # --- writes ----------------------------------------------------------------------------------
+    def _patch(self, what: str, obj: Obj, body: Obj, subresource: str | None = None) -> Obj:
+        return self._call(what, self.client.merge_patch, obj.get("apiVersion", "v1"), obj.get("kind", "Pod"),
+                          podinfo.namespace(obj), podinfo.name(obj), body, field_manager=keys.AGENT_FIELD_MANAGER,
+                          subresource=subresource)
+
     def patch_pod_meta(self, pod: Obj, annotations: dict[str, str | None] | None = None,
                        labels_: dict[str, str | None] | None = None, precondition: bool = False,
                        missing_ok: bool = False) -> Obj | None:
@@ -104,16 +89,13 @@ class Kube:
         if precondition:
             body["metadata"]["resourceVersion"] = podinfo.meta(pod).get("resourceVersion")
         try:
-            resp = self._call(self.core.patch_namespaced_pod, podinfo.name(pod), podinfo.namespace(pod), body,
-                                                  _preload_content=False, _content_type=MERGE,
-                                                  field_manager=keys.AGENT_FIELD_MANAGER)
-        except ApiException as exc:
+            return self._patch("patch pod", {**pod, "apiVersion": "v1", "kind": "Pod"}, body)
+        except KubeError as exc:
             if exc.status == 409:
                 raise Conflict(f"pod {podinfo.name(pod)} changed") from exc
             if exc.status == 404 and missing_ok:
                 return None
             raise
-        return self._json(resp)
 
     def remove_pod_finalizer(self, pod: Obj, finalizer: str) -> None:
         self.fence("remove-finalizer")
@@ -125,9 +107,9 @@ class Kube:
         patch = [{"op": "test", "path": f"/metadata/finalizers/{idx}", "value": finalizer},
                  {"op": "remove", "path": f"/metadata/finalizers/{idx}"}]
         try:
-            self._call(self.core.patch_namespaced_pod, podinfo.name(pod), podinfo.namespace(pod), patch,
-                                           field_manager=keys.AGENT_FIELD_MANAGER)
-        except ApiException as exc:
+            self._call("remove finalizer", self.client.json_patch, "v1", "Pod", podinfo.namespace(pod),
+                       podinfo.name(pod), patch, field_manager=keys.AGENT_FIELD_MANAGER)
+        except KubeError as exc:
             if exc.status in (409, 422, 500):
                 raise Conflict(f"pod {podinfo.name(pod)} finalizers changed") from exc
             if exc.status != 404:
@@ -144,23 +126,17 @@ class Kube:
         conditions.append({"type": ctype, "status": status, "reason": reason, "message": message[:1024],
                            "lastTransitionTime": now_rfc3339()})
         try:
-            resp = self._call(self.core.patch_namespaced_pod_status, podinfo.name(pod), podinfo.namespace(pod),
-                                                         {"status": {"conditions": conditions}},
-                                                         _content_type=MERGE, _preload_content=False,
-                                                         field_manager=keys.AGENT_FIELD_MANAGER)
-        except ApiException as exc:
+            return self._patch("pod condition", {**pod, "apiVersion": "v1", "kind": "Pod"},
+                               {"status": {"conditions": conditions}}, subresource="status")
+        except KubeError as exc:
             if exc.status != 404:
                 raise
             return pod
-        return self._json(resp)
 
     def patch_shard_annotations(self, shard: Obj, annotations: dict[str, str | None]) -> None:
         self.fence("patch-shard")
-        self._call(
-            self.custom.patch_namespaced_custom_object, keys.API_GROUP, keys.API_VERSION,
-            podinfo.namespace(shard), keys.SHARD_PLURAL, podinfo.name(shard),
-            {"metadata": {"annotations": annotations}}, _content_type=MERGE,
-            field_manager=keys.AGENT_FIELD_MANAGER)
+        self._patch("patch shard", {**shard, "apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND},
+                    {"metadata": {"annotations": annotations}})
 
     def event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
         """Best effort: an event that cannot be written must never stop a drain step."""
@@ -172,5 +148,5 @@ class Kube:
         body = events.event_manifest(involved, "Warning" if warning else "Normal", reason, message,
                                      component=self.component, instance=f"{self.host}-{uuid.uuid4().hex[:6]}",
                                      stamp=now_rfc3339(), host=self.host)
-        with contextlib.suppress(ApiException, KubeUnavailable):  # best effort, see above
-            self._call(self.core.create_namespaced_event, meta.get("namespace"), body)
+        with contextlib.suppress(KubeError, KubeUnavailable):  # best effort, see above
+            self._call("create event", self.client.create, body, field_manager=keys.AGENT_FIELD_MANAGER)

@@ -14,13 +14,16 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
 from .. import cli_help, lease, logs
-from ..kubeclient import api_client
 from . import cpu
 from .metrics import Metrics
+
+if TYPE_CHECKING:
+    from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials
 
 log = logging.getLogger("multigres_pools.operator")
 
@@ -98,13 +101,13 @@ async def _first(*aws: asyncio.Future | asyncio.Task) -> None:  # type: ignore[t
 FENCE_FILE = ".leader-fence"
 
 
-def _elector(args: argparse.Namespace, api: object, namespaces: list[str], timing: lease.ElectionTiming,
+def _elector(args: argparse.Namespace, creds: Credentials, namespaces: list[str], timing: lease.ElectionTiming,
              on_change: Callable[[bool, str], None]) -> lease.LeaderElector:
     lease_ns = args.lease_namespace or (namespaces[0] if namespaces else None)
     if not lease_ns:
         raise ValueError("leader election needs --lease-namespace (or $POD_NAMESPACE) with --all-namespaces")
     args.artifacts_dir.mkdir(parents=True, exist_ok=True)
-    return lease.LeaderElector(lease.LeaseApi(api, lease_ns, args.lease_name, timing.call_timeout),
+    return lease.LeaderElector(lease.lease_api(creds, lease_ns, args.lease_name, timing.call_timeout),
                                args.identity, timing, on_change, fence=args.artifacts_dir / FENCE_FILE)
 
 
@@ -125,7 +128,6 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
     if args.batch_size < 1:
         log.error("--batch-size must be at least 1, got %d", args.batch_size)
         return 2
-    api = api_client(args.kubeconfig)
     creds = load_credentials(args.kubeconfig)
     metrics = Metrics()
     concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
@@ -147,7 +149,7 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
         # refused at once, even before its election thread notices.
         return elector is None or (not elector.check() and elector.is_leader())
 
-    controller = Controller(runner, loop_settings, metrics, report_invalid=InvalidSpecReporter(api),
+    controller = Controller(runner, loop_settings, metrics, report_invalid=InvalidSpecReporter(KubeClient(creds)),
                             live=lambda: KubeClient(creds), may_write=may_write)
     metrics.shard_conditions.source = controller.cache.shards
 
@@ -167,7 +169,7 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
 
     if args.leader_elect:
         try:
-            elector = _elector(args, api, namespaces, timing or lease.ElectionTiming(), from_thread)
+            elector = _elector(args, creds, namespaces, timing or lease.ElectionTiming(), from_thread)
         except ValueError as exc:
             log.error("%s", exc)
             return 2

@@ -7,20 +7,19 @@ GitOps health turns Degraded/Failed instead of waiting for a generation that nev
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, status
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
 
 class InvalidSpecReporter:
-    def __init__(self, api_client: Any) -> None:
-        from kubernetes import client
-
-        self.api = client.CustomObjectsApi(api_client)
+    def __init__(self, kube: KubeClient) -> None:
+        self.kube = kube
 
     def __call__(self, namespace: str, name: str, message: str) -> None:
-        args = (keys.API_GROUP, keys.API_VERSION, namespace, keys.SHARD_PLURAL, name)
-        obj = self.api.get_namespaced_custom_object(*args)
+        obj = self.kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name)
+        if obj is None:
+            return  # deleted meanwhile: nothing to report on
         meta = obj.get("metadata", {})
         previous = obj.get("status") or {}
         now = facts.format_time(dt.datetime.now(dt.UTC))
@@ -30,4 +29,5 @@ class InvalidSpecReporter:
         # The resourceVersion makes this a compare-and-swap: a concurrent status write wins.
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion")},
                 "status": {k: new[k] for k in ("observedGeneration", "phase", "message", "conditions") if k in new}}
-        self.api.patch_namespaced_custom_object_status(*args, body)
+        self.kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name, body,
+                              field_manager=keys.STATUS_FIELD_MANAGER, subresource="status")

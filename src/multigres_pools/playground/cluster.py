@@ -31,9 +31,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from multigres_pools import kubeclient
-
-from . import binaries, pki
+from . import binaries, kubeclient, pki
 
 # No scheduler, no kubelet, no volume binder: those are played by src/multigres_pools/playground/kubelet.py.
 CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespace-controller",

@@ -33,8 +33,8 @@ from typing import Any
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 
-from ..kubeclient import api_client
 from ..paths import collection_root
+from .kubeclient import api_client
 
 REPO_ROOT = collection_root()
 

@@ -37,11 +37,11 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeCl
 
 from ..agent import podinfo
 from ..dataplane.base import PoolerId
-from ..kubeclient import api_client
 from ..paths import collection_root
 from ..podaddress import pod_address
 from . import toolchain as toolchain_module
 from .cluster import Cluster, Etcd
+from .kubeclient import api_client
 from .localstack import Process, ensure_namespace, free_port, install_crd, wait_for
 from .process_kubelet import ProcessKubelet, toolchain_images
 

@@ -13,7 +13,7 @@ def rig_factory(kube, namespace, kubelet, topo_etcd) -> Iterator:
 
     def make(**kw) -> ShardRig:
         primary, sync = kw.pop("primary", 0), kw.pop("sync", None)
-        rig = ShardRig(kube.api_client(), namespace, topo_etcd.endpoint, **kw).start(primary, sync)
+        rig = ShardRig(kube.api_client(), namespace, topo_etcd.endpoint, kube.client(), **kw).start(primary, sync)
         kubelet.mark_all_ready(namespace)
         made.append(rig)
         return rig

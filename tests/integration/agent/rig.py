@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 from kubernetes import client
 
 from multigres_pools.agent.context import AgentConfig, Context
@@ -47,6 +48,7 @@ class ShardRig:
     api: client.ApiClient
     namespace: str
     etcd_endpoint: str
+    client: KubeClient  # the agent's
     replicas: int = 3
     config: AgentConfig = field(default_factory=lambda: AgentConfig(register_topology=False))
     topo_address: str | None = None  # what the pods say (defaults to the real etcd)
@@ -93,12 +95,12 @@ class ShardRig:
     def agent(self, **ctx_overrides: Any) -> Agent:
         dp = EraA(dial_host=lambda host: "127.0.0.1", rpc_timeout=2, etcd_timeout=2)
         settings = {"config": self.config, "before_effect": self.before_effect, **ctx_overrides}
-        ctx = Context(kube=Kube(self.api), dataplane=dp, **settings)
+        ctx = Context(kube=Kube(self.client), dataplane=dp, **settings)
         self._dataplanes.append(dp)
         return Agent(ctx)
 
     def pod(self, name: str) -> dict[str, Any] | None:
-        return Kube(self.api).get_pod(self.namespace, name)
+        return Kube(self.client).get_pod(self.namespace, name)
 
     def request_drain(self, name: str, reason: keys.DrainReason = keys.DrainReason.SCALE_DOWN) -> None:
         """What the engine writes to start a drain (contract §3.4 initiateDrain)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 from kubernetes import client
 
 from multigres_pools.agent.context import AgentConfig, Context, SimulatedCrash
@@ -46,19 +47,20 @@ def pool_pod(shard: ProvisionedShard, cell: str, namespace: str, sid: naming.Sha
 class Stand:
     """The shard's pods in the API server, and an agent wired to them and to the real pooler."""
 
-    def __init__(self, api: client.ApiClient, namespace: str, shard: ProvisionedShard, dp: V0_1) -> None:
-        self.api, self.namespace, self.shard, self.dp = api, namespace, shard, dp
+    def __init__(self, api: client.ApiClient, agent_client: KubeClient, namespace: str, shard: ProvisionedShard,
+                 dp: V0_1) -> None:
+        self.api, self.agent_client, self.namespace, self.shard, self.dp = api, agent_client, namespace, shard, dp
         self.core = client.CoreV1Api(api)
         self.sid = naming.ShardId("v01", "postgres", "default", "0-inf")
         for cell in CELLS:
             self.core.create_namespaced_pod(namespace, pool_pod(shard, cell, namespace, self.sid))
 
     def agent(self, dataplane: Any = None, **ctx: Any) -> Agent:
-        return Agent(Context(kube=Kube(self.api), dataplane=dataplane or self.dp,
+        return Agent(Context(kube=Kube(self.agent_client), dataplane=dataplane or self.dp,
                              config=AgentConfig(register_topology=False), **ctx))
 
     def pod(self, name: str) -> dict[str, Any] | None:
-        return Kube(self.api).get_pod(self.namespace, name)
+        return Kube(self.agent_client).get_pod(self.namespace, name)
 
     def ann(self, name: str, key: str) -> str | None:
         pod = self.pod(name)
@@ -85,7 +87,7 @@ class Stand:
 
 @pytest.fixture
 def stand(kube, namespace, kubelet, shard: ProvisionedShard, dp: V0_1, healthy: Pooler) -> Iterator[Stand]:
-    s = Stand(kube.api_client(), namespace, shard, dp)
+    s = Stand(kube.api_client(), kube.client(), namespace, shard, dp)
     kubelet.mark_all_ready(namespace)
     yield s
 

@@ -54,7 +54,7 @@ def test_health_at_every_moment_of_a_shard(rig, shard_crd, expandable_class, kub
     moments["refused-invalid"] = rig.cr()
 
     rig.update_cr({"pools": {POOL: {"postgres": {"resources": {"requests": {"memory": "1e2.5"}}}}}})
-    InvalidSpecReporter(kube.api_client())(rig.namespace, "demo", "spec.pools.main.postgres: refused")
+    InvalidSpecReporter(rig.client)(rig.namespace, "demo", "spec.pools.main.postgres: refused")
     moments["refused-by-operator"] = rig.cr()
 
     rig.update_cr({"pools": {POOL: {"postgres": {"resources": {"requests": {"memory": "1Gi"}}}}}})

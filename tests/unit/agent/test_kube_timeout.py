@@ -14,7 +14,7 @@ from multigres_pools.agent.__main__ import build
 from multigres_pools.agent.kube import KubeUnavailable
 
 TIMEOUT_S = 0.5
-DEADLINE_S = 60.0  # generous: a hang is what fails; urllib3 retries a timed-out read up to 3 times
+DEADLINE_S = 60.0  # generous: a hang is what fails
 
 
 def _kubeconfig(tmp_path: Path, server: str) -> str:

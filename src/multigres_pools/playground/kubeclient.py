@@ -1,4 +1,5 @@
-"""The one way the agent, the operator, the local stack and the tests build a `kubernetes` API client."""
+"""The `kubernetes`-package client of the playground and the tests (the runtime uses the engine's
+KubeClient: docs/architecture.md, "One Kubernetes client")."""
 
 from __future__ import annotations
 
