@@ -185,3 +185,17 @@ DEFAULT_MULTIGRES_VERSION = MultigresVersion.V0_1_0
 OPERATOR_LEASE_NAME = "multigres-pools-operator"
 AGENT_LEASE_NAME = "multigres-pools-agent"
 ENV_WRITE_FENCE = "MULTIGRES_POOLS_WRITE_FENCE"
+
+# --- stalls (issue 13): what shows that a pool no longer moves ---------------------------------------
+# On the MultigresShard: the agent's topology verdict (JSON: reachable, since, message), written when
+# the topology etcd has been unreadable for --topology-stall-after and again when it is read again.
+ANN_TOPOLOGY_HEALTH = "pools.multigres.com/topology-health"
+# MultigresShard conditions, True while something is stuck (like Stalled): what the operator derives
+# from the pods (AgentStalled, DrainStalled, the pod condition of the same name) and the agent's
+# topology verdict (TopologyUnreachable).
+CONDITION_AGENT_STALLED = "AgentStalled"
+CONDITION_DRAIN_STALLED = "DrainStalled"
+CONDITION_TOPOLOGY_UNREACHABLE = "TopologyUnreachable"
+# The operator's threshold for AgentStalled, in seconds; `--agent-stall-after` sets it for the
+# operator and the playbook runs it starts (the shard_reconcile module reads it too).
+ENV_AGENT_STALL_AFTER = "MULTIGRES_POOLS_AGENT_STALL_AFTER"

@@ -17,7 +17,7 @@ from .context import Context, Obj, ShardView
 from .drain import Decision, Effect, Facts, Guard, Need, decide
 from .kube import now_rfc3339
 
-STALLED_CONDITION = "DrainStalled"
+STALLED_CONDITION = keys.CONDITION_DRAIN_STALLED
 MAX_STEPS = 24
 _PRIMARY_EXIT = {
     False: "it leaves through multiorch failover once the pod is deleted",
@@ -228,7 +228,8 @@ def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: De
         for target in view.event_targets(pod):
             ctx.kube.event(target, "DrainRegressed", f"{name}: back from {old} to {d.state}: {d.reason}; it is "
                            "not deleted in this state", warning=True)
-    if (view.namespace, name) in ctx.stalled:
+    # A DrainStalled=True left by an agent before this one (its `stalled` memory is gone) clears too.
+    if (view.namespace, name) in ctx.stalled or podinfo.condition_true(pod, STALLED_CONDITION):
         _set_stalled(ctx, view, pod, False)
         updated = ctx.kube.set_pod_condition(updated, STALLED_CONDITION, "False", "Progressing", f"now {d.state}")
     if d.state is DrainState.READY_FOR_DELETION:

@@ -79,6 +79,9 @@ class Etcd:
     def wait_ready(self, timeout: float = 30) -> None:
         _wait(lambda: _http_ok(f"{self.endpoint}/health"), timeout, f"etcd on {self.endpoint}", self.log)
 
+    def stop(self) -> None:
+        _stop(self.process)
+
 
 def _etcd_supports_no_fsync(binary: Path) -> bool:
     out = subprocess.run([str(binary), "--help"], capture_output=True, text=True, check=False)
