@@ -181,10 +181,12 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     dial (default: the hostname itself, which cluster DNS resolves)."""
     p = parser()
     args = p.parse_args(argv)
-    for flag in ("kube_timeout", "stall_after", "topology_stall_after"):
+    if not 0 < args.kube_timeout < float("inf"):
+        p.error(f"--kube-timeout: {args.kube_timeout} is not a positive number of seconds")
+    for flag in ("stall_after", "topology_stall_after"):  # 0: at the first blocked step / failed read
         value = getattr(args, flag)
-        if not 0 < value < float("inf"):
-            p.error(f"--{flag.replace('_', '-')}: {value} is not a positive number of seconds")
+        if not 0 <= value < float("inf"):
+            p.error(f"--{flag.replace('_', '-')}: {value} is not a number of seconds, 0 or more")
     timing = lease.timing_from(args, p)
     api = api_client(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
