@@ -33,7 +33,7 @@ from pathlib import Path
 
 from multigres_pools import kubeclient
 
-from . import binaries, pki, ports
+from . import binaries, pki, ports, reaper
 
 # No scheduler, no kubelet, no volume binder: those are played by src/multigres_pools/playground/kubelet.py.
 CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespace-controller",
@@ -108,8 +108,11 @@ def _etcd_supports_no_fsync(binary: Path) -> bool:
 
 def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as handle:
-        # A new session so a Ctrl-C in the parent terminal does not race our own orderly shutdown.
-        return subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+        # A new session so a Ctrl-C in the parent terminal does not race our own orderly shutdown, and
+        # one process group to reap if this run is killed (reaper.py).
+        popen = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    reaper.spawned(popen, args)
+    return popen
 
 
 def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:

@@ -34,7 +34,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeCl
 
 from ..kubeclient import api_client
 from ..paths import collection_root
-from . import ports
+from . import ports, reaper
 
 REPO_ROOT = collection_root()
 
@@ -68,6 +68,7 @@ class Process:
             handle.flush()
             self.popen = subprocess.Popen(self.argv, stdout=handle, stderr=subprocess.STDOUT, env=child_env(),
                                           start_new_session=True)
+        reaper.spawned(self.popen, self.argv)
         self.starts += 1
         return self
 
