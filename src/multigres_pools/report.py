@@ -33,6 +33,10 @@ Obj = dict[str, Any]
 BACKUPS_SHOWN = 5
 
 
+# Shard (and pod) conditions that say something is stuck while True.
+_STUCK_WHEN_TRUE = ("Stalled", "ScaleDownBlocked", keys.CONDITION_DRAIN_STALLED, keys.CONDITION_AGENT_STALLED,
+                    keys.CONDITION_TOPOLOGY_UNREACHABLE)
+
 @dataclass
 class PodRow:
     name: str
@@ -69,7 +73,7 @@ class Report:
     def blocked(self) -> list[str]:
         """Everything that waits, and why: unhealthy conditions and blocked drains."""
         out = [f"{c[0]}: {c[3] or c[2]}" for c in self.conditions
-               if (c[0] in ("Stalled", "ScaleDownBlocked", "DrainStalled") and c[1] == "True")
+               if (c[0] in _STUCK_WHEN_TRUE and c[1] == "True")
                or (c[0] in ("Ready", "ConfigurationValid", "BackupHealthy") and c[1] == "False")]
         out += [f"pod {p.name}: drain {p.drain} blocked: {p.blocked}" for p in self.pods if p.blocked]
         if self.data_plane_error:
