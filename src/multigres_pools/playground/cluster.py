@@ -49,7 +49,8 @@ free_port = ports.free_port  # where tests and the playground have always import
 @dataclass
 class Etcd:
     """One etcd member on loopback; `endpoint` is its client URL. Ports left at 0 are picked, and
-    picked again if etcd finds one taken; given ports (a restart on the same data) are kept."""
+    picked again if its first start finds one taken; given ports, and the ports of an etcd that has
+    served once (a restart on the same data), are kept."""
 
     binary: Path
     data_dir: Path
@@ -87,7 +88,8 @@ class Etcd:
         def attempt(n: int) -> None:
             if n:
                 if not self._picked:
-                    raise RuntimeError(f"etcd on {self.endpoint}: its given port is taken")
+                    raise RuntimeError(f"etcd on {self.endpoint}: its port is taken, and it keeps its ports "
+                                       "(given, or served from before)")
                 shutil.rmtree(self.data_dir, ignore_errors=True)  # nothing of the failed start is kept
                 self.port, self.peer_port = ports.free_ports(2)
                 self.start()
@@ -96,6 +98,7 @@ class Etcd:
                              f"etcd on {self.endpoint}", self.log, self._offset)
 
         ports.start_with_retries(attempt, "etcd")
+        self._picked = False  # served once: a restart keeps its ports and its data
 
     def stop(self) -> None:
         _stop(self.process)
