@@ -109,6 +109,25 @@ def kubelet(kube: Kube):  # type: ignore[no-untyped-def]
     return FakeKubelet(kube.api_client())
 
 
+def pytest_sessionstart(session) -> None:  # type: ignore[no-untyped-def]
+    """Kill what runs that died (SIGKILL, a lost terminal) left behind, then record this run's own
+    spawns (playground/reaper.py: only recorded process groups, never by ancestry)."""
+    from multigres_pools.playground import reaper
+
+    for group in reaper.reap_dead_runs():
+        print(f"reaper: killed process group {group.pgid} ({' '.join(group.argv)}) of a dead run", flush=True)
+    reaper.enable()
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:  # type: ignore[no-untyped-def]
+    """Every fixture is torn down by now: a recorded group still alive was leaked by a test."""
+    from multigres_pools.playground import reaper
+
+    for group in reaper.reap_own():
+        print(f"reaper: killed process group {group.pgid} ({' '.join(group.argv)}) a test left running",
+              flush=True)
+
+
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
     """Everything that asks for the cluster is marked `cluster`, so `-m "not cluster"` runs the rest."""
     cluster_fixtures = {"kube", "namespace", "kubelet", "topo_etcd", "_cluster"}

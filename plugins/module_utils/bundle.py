@@ -90,8 +90,8 @@ AGENT_GRANTS = (
           ("",), ("pods",), ("get", "list", "watch", "patch")),
     Grant("Set the DrainStalled pod condition when a drain step is stuck past the threshold.",
           ("",), ("pods/status",), ("patch",)),
-    Grant("Read each shard's topology address; patch writes the backup-health and topology-cleanup "
-          "annotations.", _OUR_GROUP, _SHARDS, ("get", "list", "watch", "patch")),
+    Grant("Read each shard's topology address; patch writes the backup-health, topology-health and "
+          "topology-cleanup annotations.", _OUR_GROUP, _SHARDS, ("get", "list", "watch", "patch")),
     Grant("Report drain and backup progress as Events.", ("", "events.k8s.io"), ("events",), ("create",)),
 )
 

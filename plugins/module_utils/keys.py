@@ -141,6 +141,11 @@ class ShardCondition(StrEnum):
     WAITING_FOR_MAINTENANCE_WINDOW = "WaitingForMaintenanceWindow"
     # True while the pause annotation holds every write back (plan_pause.py); the message lists them.
     PAUSED = "Paused"
+    # True while something is stuck (stalls.py): what the operator derives from the pods (AgentStalled;
+    # DrainStalled repeats the pod condition of the same name) and the agent's topology verdict.
+    AGENT_STALLED = "AgentStalled"
+    DRAIN_STALLED = "DrainStalled"
+    TOPOLOGY_UNREACHABLE = "TopologyUnreachable"
 
 
 # The status of each condition that means something waits or is wrong: what `multigres-pools status`
@@ -150,10 +155,11 @@ SHARD_CONDITION_ATTENTION = {
     ShardCondition.SCALE_DOWN_BLOCKED: "True", ShardCondition.CONFIGURATION_VALID: "False",
     ShardCondition.BACKUP_HEALTHY: "False", ShardCondition.DRAIN_ANNOTATIONS_VALID: "False",
     ShardCondition.DECOMMISSION_VALID: "False", ShardCondition.WAITING_FOR_MAINTENANCE_WINDOW: "True",
-    ShardCondition.PAUSED: "True",
+    ShardCondition.PAUSED: "True", ShardCondition.AGENT_STALLED: "True", ShardCondition.DRAIN_STALLED: "True",
+    ShardCondition.TOPOLOGY_UNREACHABLE: "True",
 }
 # The pod condition the agent sets while a drain step is stuck past --stall-after.
-POD_CONDITION_DRAIN_STALLED = "DrainStalled"
+POD_CONDITION_DRAIN_STALLED = ShardCondition.DRAIN_STALLED.value
 
 
 class DrainState(StrEnum):
@@ -220,3 +226,11 @@ DEFAULT_MULTIGRES_VERSION = MultigresVersion.V0_1_0
 OPERATOR_LEASE_NAME = "multigres-pools-operator"
 AGENT_LEASE_NAME = "multigres-pools-agent"
 ENV_WRITE_FENCE = "MULTIGRES_POOLS_WRITE_FENCE"
+
+# --- stalls (issue 13): what shows that a pool no longer moves ---------------------------------------
+# On the MultigresShard: the agent's topology verdict (JSON: reachable, since, message), written when
+# the topology etcd has been unreadable for --topology-stall-after and again when it is read again.
+ANN_TOPOLOGY_HEALTH = "pools.multigres.com/topology-health"
+# The operator's threshold for AgentStalled, in seconds; `--agent-stall-after` sets it for the
+# operator and the playbook runs it starts (the shard_reconcile module reads it too).
+ENV_AGENT_STALL_AFTER = "MULTIGRES_POOLS_AGENT_STALL_AFTER"

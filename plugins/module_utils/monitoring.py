@@ -100,6 +100,18 @@ ALERTS = (
           f"{_SHARD} is Stalled: its spec is refused",
           f"{_SHARD} has Stalled=True (ConfigurationValid=False): the operator does not act on this generation "
           "until the spec is fixed."),
+    Alert("MultigresPoolsAgentStalled",
+          _condition_true(_C.AGENT_STALLED),
+          "5m", "critical",
+          f"Pool pods of {_SHARD} wait for the agent",
+          f"{_SHARD} has {_C.AGENT_STALLED}=True: a pod is Terminating with the agent's finalizer, or a "
+          "drain was requested and not taken up, for longer than --agent-stall-after. The pool does not move."),
+    Alert("MultigresPoolsTopologyUnreachable",
+          f"min by (namespace, shard) (multigres_pools_agent_topology_reachable {_ON_AGENT_LEADER}) == 0",
+          "5m", "critical",
+          f"The agent cannot read the topology etcd of {_SHARD}",
+          f"The agent's reads of the topology etcd of {_SHARD} fail ({_C.TOPOLOGY_UNREACHABLE}=True "
+          "after --topology-stall-after): drains, role labels and pruning wait."),
     Alert("MultigresPoolsAgentErrors",
           "sum by (job, reason) (increase(multigres_pools_agent_reconcile_errors_total[15m])) > 0",
           "15m", "warning",

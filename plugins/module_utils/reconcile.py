@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, keys, observe, render, snapshot, spechash
+from . import facts, keys, observe, render, snapshot, spechash, stalls
 from . import plan as planner
 from . import status as shard_status
 from .actions import Action
@@ -44,6 +44,12 @@ class Request:
     cleanup_timeout: float = CLEANUP_TIMEOUT
     # Recorded list answers (`snapshot.load`) replayed instead of listing; None lists live.
     observed: Mapping[str, list[dict[str, Any]]] | None = None
+    # Seconds a pod may wait for the agent before AgentStalled; None: $MULTIGRES_POOLS_AGENT_STALL_AFTER
+    # or the default (stalls.py), so the operator and the playbook runs it starts agree.
+    agent_stall_after: float | None = None
+
+    def stall_after(self) -> float:
+        return self.agent_stall_after if self.agent_stall_after is not None else stalls.configured_agent_stall_after()
 
 
 @dataclass
@@ -98,6 +104,13 @@ def request_problems(request: Request) -> list[str]:
     finite = isinstance(timeout, int | float) and not isinstance(timeout, bool) and math.isfinite(timeout)
     if not (finite and timeout >= 0):
         problems.append(f"cleanup_timeout: {timeout!r}: must be a finite number of seconds, 0 or more")
+    try:
+        stall = request.stall_after()
+    except ValueError as exc:
+        problems.append(str(exc))
+    else:
+        if not (isinstance(stall, int | float) and math.isfinite(stall) and stall > 0):
+            problems.append(f"agent_stall_after: {stall!r}: must be a positive number of seconds")
     for field_name, data, load in (("shard", request.definition, model.load_shard),
                                    ("spec", request.spec, model.load_spec)):
         if data is None:
@@ -205,11 +218,17 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
         result.msg = "invalid change:\n" + "\n".join(f"  - {e}" for e in plan.errors)
         decision.invalid = True
         if cr is not None and not plan.deleting:  # refused for this generation: GitOps must see it
-            _set_status(decision, cr, shard_status.compute(desired, observed, plan, stamp=stamp))
+            _set_status(decision, cr, shard_status.compute(desired, observed, plan, stamp=stamp,
+                                                           agent_stall_after_s=request.stall_after()))
         return decision
     # A paused deletion still reports: status is the only place that says why the finalizer waits.
     if cr is not None and (not plan.deleting or plan.paused):
-        _set_status(decision, cr, shard_status.compute(desired, observed, plan, stamp=stamp), with_events=True)
+        _set_status(decision, cr, shard_status.compute(desired, observed, plan, stamp=stamp,
+                                                       agent_stall_after_s=request.stall_after()), with_events=True)
+        # Decided again when a pod's wait for the agent crosses the threshold, even if nothing changes.
+        recheck = stalls.recheck_after(observed.pods, now, request.stall_after())
+        if recheck and not (0 < result.requeue_after <= recheck):
+            result.requeue_after = recheck
     return decision
 
 
@@ -249,7 +268,8 @@ def _status_after(request: Request, decision: Decision, outcomes: list[Outcome])
     replanned = planner.plan(desired, after, now, cleanup_timeout=request.cleanup_timeout)
     if replanned.errors or replanned.deleting:
         return
-    _set_status(decision, cr, shard_status.compute(desired, after, replanned, stamp=facts.format_time(now)),
+    _set_status(decision, cr, shard_status.compute(desired, after, replanned, stamp=facts.format_time(now),
+                                                   agent_stall_after_s=request.stall_after()),
                 with_events=True)
 
 

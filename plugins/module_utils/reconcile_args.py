@@ -12,6 +12,7 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "namespace": {"type": "str"},
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
     "cleanup_timeout": {"type": "float", "default": 120.0},
+    "agent_stall_after": {"type": "float"},
     "kubeconfig": {"type": "path"},
     "context": {"type": "str"},
     "observed": {"type": "path"},

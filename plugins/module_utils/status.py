@@ -14,10 +14,11 @@ state (PoolEmpty, ScaleDownBlocked) are emitted when the matching condition chan
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
-from . import drain_annotations, facts, keys
+from . import drain_annotations, facts, keys, stalls
 from .actions import Action, event
 from .desired import Desired
 from .observe import Observed
@@ -103,7 +104,7 @@ def refused(previous: Manifest, errors: list[str], generation: int | None, stamp
 
 
 def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors: list[str] | None = None,
-            stamp: str) -> Manifest:
+            stamp: str, agent_stall_after_s: float = stalls.DEFAULT_AGENT_STALL_AFTER_S) -> Manifest:
     errors = list(config_errors or []) + result.errors
     pods = _pool_pods(observed)
     ready = sum(_counts_ready(p) for p in pods)
@@ -153,6 +154,8 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         _condition(C.PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
                    result.pause_message[:32768]),
     ]
+    now = facts.parse_time(stamp) or dt.datetime.now(dt.UTC)
+    conditions += stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s)
     backup, backup_fields = _backup_condition(observed.cr)
     if backup:
         conditions.append(backup)
@@ -210,9 +213,27 @@ def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> lis
     bad, was_bad = now.get(C.DECOMMISSION_VALID) or {}, before.get(C.DECOMMISSION_VALID) or {}
     if bad.get("status") == "False" and was_bad.get("message") != bad["message"]:
         out.append(event(cr, "Warning", "DecommissionIgnored", bad["message"]))
+    out += _stall_events(cr, before, now)
     paused, was_paused = now.get(C.PAUSED) or {}, (before.get(C.PAUSED) or {}).get("status") == "True"
     if paused.get("status") == "True" and not was_paused:
         out.append(event(cr, "Warning" if paused["reason"] != "Paused" else "Normal", "Paused", paused["message"]))
     elif paused.get("status") == "False" and was_paused:
         out.append(event(cr, "Normal", "Resumed", f"annotation {keys.ANN_PAUSED} lifted: writes resume"))
+    return out
+
+
+# Condition type -> the reason of the Normal event when it clears. Only the operator sees AgentStalled;
+# the agent itself reports DrainStalled and TopologyUnreachable with events when they change.
+_CLEARED = {keys.ShardCondition.AGENT_STALLED: "AgentProgressing"}
+
+
+def _stall_events(cr: Manifest, before: dict[Any, Manifest], now: dict[str, Manifest]) -> list[Action]:
+    """A warning when a stall condition turns True or names something else; a normal event when it clears."""
+    out = []
+    for ctype, cleared in _CLEARED.items():
+        cond, was = now.get(ctype) or {}, before.get(ctype) or {}
+        if cond.get("status") == "True" and (was.get("status") != "True" or was.get("message") != cond["message"]):
+            out.append(event(cr, "Warning", ctype, cond["message"]))
+        elif cond.get("status") == "False" and was.get("status") == "True":
+            out.append(event(cr, "Normal", cleared, f"{ctype} cleared: {cond.get('reason')}"))
     return out

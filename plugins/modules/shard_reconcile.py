@@ -49,6 +49,12 @@ options:
     description: Seconds to wait for the agent's topology cleanup on shard deletion before skipping it.
     type: float
     default: 120
+  agent_stall_after:
+    description:
+      - Seconds a pool pod may wait for the agent (Terminating with its finalizer, or a drain requested
+        and not taken up) before the status reports C(AgentStalled=True).
+      - Defaults to C(MULTIGRES_POOLS_AGENT_STALL_AFTER), else 300.
+    type: float
   kubeconfig:
     description:
       - Path to a kubeconfig. Defaults to C(K8S_AUTH_KUBECONFIG), C(KUBECONFIG), C(~/.kube/config),

@@ -33,6 +33,7 @@ Obj = dict[str, Any]
 BACKUPS_SHOWN = 5
 
 
+# Shard (and pod) conditions that say something is stuck while True.
 @dataclass
 class PodRow:
     name: str

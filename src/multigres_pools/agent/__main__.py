@@ -57,6 +57,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--http", default="0.0.0.0:8080", help="host:port of /healthz, /readyz and /metrics")
     p.add_argument("--poll-interval", type=float, default=5.0, help="seconds between periodic shard passes")
     p.add_argument("--stall-after", type=float, default=300.0, help="seconds before a blocked drain is DrainStalled")
+    p.add_argument("--topology-stall-after", type=float, default=60.0,
+                   help="seconds of failing topology etcd reads before a shard reports TopologyUnreachable")
     p.add_argument("--backup-interval", type=float, default=300.0, help="seconds between backup health checks")
     p.add_argument("--backup-stale-after", type=float, default=25 * 3600.0,
                    help="default BackupHealthy threshold in seconds (the shard's backup.healthThreshold wins)")
@@ -179,13 +181,18 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     dial (default: the hostname itself, which cluster DNS resolves)."""
     p = parser()
     args = p.parse_args(argv)
-    if not args.kube_timeout > 0:
+    if not 0 < args.kube_timeout < float("inf"):
         p.error(f"--kube-timeout: {args.kube_timeout} is not a positive number of seconds")
+    for flag in ("stall_after", "topology_stall_after"):  # 0: at the first blocked step / failed read
+        value = getattr(args, flag)
+        if not 0 <= value < float("inf"):
+            p.error(f"--{flag.replace('_', '-')}: {value} is not a number of seconds, 0 or more")
     timing = lease.timing_from(args, p)
     creds = load_credentials(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
     config = AgentConfig(
-        stall_after_s=args.stall_after, poll_interval_s=args.poll_interval,
+        stall_after_s=args.stall_after, topology_stall_after_s=args.topology_stall_after,
+        poll_interval_s=args.poll_interval,
         backup_interval_s=args.backup_interval, backup_stale_after_s=args.backup_stale_after,
         prune=not args.no_prune, register_topology=not args.no_register,
     )

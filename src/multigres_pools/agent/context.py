@@ -22,6 +22,7 @@ Obj = dict[str, Any]
 @dataclass(frozen=True)
 class AgentConfig:
     stall_after_s: float = 300.0
+    topology_stall_after_s: float = 60.0  # failing topology reads before TopologyUnreachable
     poll_interval_s: float = 5.0
     register_interval_s: float = 60.0
     backup_interval_s: float = 300.0

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
-from . import backup_health, podinfo, roles, topology
+from . import backup_health, podinfo, roles, topology, topology_health
 from .context import Context, NotLeader, Obj, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
 from .kube import Conflict, KubeUnavailable
@@ -34,6 +34,7 @@ class Agent:
         self._registered: dict[tuple, tuple[float, object]] = {}
         self._retired: set[tuple] = set()
         self._mismatched: set[tuple] = set()  # shards already warned about a version mismatch
+        self._topology_failing: dict[tuple[str, str], float] = {}  # (ns, shard) -> first failed read
         self.passes = 0
         self.last_error: str = ""
 
@@ -182,8 +183,10 @@ class Agent:
             view.poolers = view.dataplane.list_poolers(topo)
             view.listed_at = ctx.clock()
             self._mismatched.discard(topo.key)
+            topology_health.observed(ctx, self._topology_failing, view, None)
         except TopologyUnavailable as exc:
             view.topology_error = exc.message
+            topology_health.observed(ctx, self._topology_failing, view, exc.message)
             ctx.metrics.reconcile_errors.labels("topology-unavailable").inc()
             ctx.log.warning("topology unavailable", extra={"namespace": namespace, "detail": exc.message})
         except (VersionMismatch, ValueError) as exc:

@@ -227,7 +227,8 @@ def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: De
         for target in view.event_targets(pod):
             ctx.kube.event(target, "DrainRegressed", f"{name}: back from {old} to {d.state}: {d.reason}; it is "
                            "not deleted in this state", warning=True)
-    if (view.namespace, name) in ctx.stalled:
+    # A DrainStalled=True left by an agent before this one (its `stalled` memory is gone) clears too.
+    if (view.namespace, name) in ctx.stalled or podinfo.condition_true(pod, keys.POD_CONDITION_DRAIN_STALLED):
         _set_stalled(ctx, view, pod, False)
         updated = ctx.kube.set_pod_condition(updated, keys.POD_CONDITION_DRAIN_STALLED, "False", "Progressing",
                                              f"now {d.state}")

@@ -35,6 +35,9 @@ class Metrics:
             f"{_P}_drains_completed_total", "Drains that reached ready-for-deletion.", _SHARD, registry=r)
         self.drains_stalled = Gauge(
             f"{_P}_drains_stalled", "Pods whose drain is stalled past the threshold.", _SHARD, registry=r)
+        self.topology_reachable = Gauge(
+            f"{_P}_topology_reachable", "1 when the last read of the shard's topology etcd worked, 0 when it "
+            "failed (TopologyUnreachable=True once it failed for --topology-stall-after).", _SHARD, registry=r)
         self.role_publish_lag = Histogram(
             f"{_P}_role_publish_lag_seconds",
             "From reading a changed pooler role in etcd to the pod label being written.",

@@ -28,6 +28,7 @@ Obj = Mapping[str, Any]
 # The generic accessors are the engine's (module_utils/facts.py); re-exported under the agent's names.
 meta, name, labels, annotations = facts.meta, facts.name, facts.labels, facts.annotations
 deleting = facts.is_terminating
+condition_true = facts.condition_true
 
 
 def namespace(obj: Obj) -> str:

@@ -66,6 +66,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-warm-runners", dest="warm_runners", action="store_false",
                    help="start ansible-runner only when a batch is ready, instead of keeping one run per worker "
                         "started and waiting (saves ~100 MiB per worker, costs its start-up on every run)")
+    p.add_argument("--agent-stall-after", type=float, default=None,
+                   help="seconds a pool pod may wait for the agent (Terminating with its finalizer, or a drain "
+                        "not taken up) before the shard reports AgentStalled=True (default: "
+                        f"${keys.ENV_AGENT_STALL_AFTER}, else 300)")
     p.add_argument("--shutdown-grace", type=float, default=20.0,
                    help="seconds running reconciles may finish at shutdown before being cancelled")
     p.add_argument("--health-addr", default=env("HEALTH_ADDR", "0.0.0.0:8080"),
@@ -128,6 +132,12 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
     if args.batch_size < 1:
         log.error("--batch-size must be at least 1, got %d", args.batch_size)
         return 2
+    if args.agent_stall_after is not None:
+        if not (0 < args.agent_stall_after < float("inf")):
+            log.error("--agent-stall-after must be a positive number of seconds, got %s", args.agent_stall_after)
+            return 2
+        # The in-process decisions and the playbook runs read the same threshold (stalls.py).
+        os.environ[keys.ENV_AGENT_STALL_AFTER] = str(args.agent_stall_after)
     creds = load_credentials(args.kubeconfig)
     metrics = Metrics()
     concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
@@ -136,6 +146,8 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
     elector: lease.LeaderElector | None = None
     # The playbook runs reach the cluster the way the operator does, and check the write fence.
     envvars = {"KUBECONFIG": str(args.kubeconfig)} if args.kubeconfig else {}
+    if os.environ.get(keys.ENV_AGENT_STALL_AFTER):
+        envvars[keys.ENV_AGENT_STALL_AFTER] = os.environ[keys.ENV_AGENT_STALL_AFTER]
     if args.leader_elect:
         envvars[keys.ENV_WRITE_FENCE] = str(args.artifacts_dir / FENCE_FILE)
     runner = PlaybookRunner(root=args.artifacts_dir, playbook=args.playbook or DEFAULT_PLAYBOOK,

@@ -1,6 +1,7 @@
 """A real, local Kubernetes control plane for tests and the demo.
 
-Starts on 127.0.0.1 with free ports: etcd for the API server, kube-apiserver, kube-controller-manager
+Starts on 127.0.0.1 with free ports (started again on other ports when one was taken meanwhile,
+ports.py): etcd for the API server, kube-apiserver, kube-controller-manager
 (garbage collector, disruption, namespace and service-account controllers, plus the deployment and
 replicaset controllers with `workload_controllers=True`; no scheduler, no kubelet) and a second etcd
 for the Multigres topology. Everything runs from a private temporary
@@ -21,7 +22,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -31,7 +31,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import binaries, kubeclient, pki
+from . import binaries, kubeclient, pki, ports, reaper
 
 # No scheduler, no kubelet, no volume binder: those are played by src/multigres_pools/playground/kubelet.py.
 CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespace-controller",
@@ -41,24 +41,30 @@ CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespa
 WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+free_port = ports.free_port  # where tests and the playground have always imported it from
 
 
 @dataclass
 class Etcd:
-    """One etcd member on loopback; `endpoint` is its client URL."""
+    """One etcd member on loopback; `endpoint` is its client URL. Ports left at 0 are picked, and
+    picked again if its first start finds one taken; given ports, and the ports of an etcd that has
+    served once (a restart on the same data), are kept."""
 
     binary: Path
     data_dir: Path
     log: Path
-    port: int = field(default_factory=free_port)
-    peer_port: int = field(default_factory=free_port)
+    port: int = 0
+    peer_port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    _picked: bool = field(default=False, init=False, repr=False)
+    _offset: int = field(default=0, init=False, repr=False)
 
     host = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        self._picked = not (self.port or self.peer_port)
+        if self._picked:
+            self.port, self.peer_port = ports.free_ports(2)
 
     @property
     def endpoint(self) -> str:
@@ -72,10 +78,28 @@ class Etcd:
                 "--initial-cluster", f"default={peer}", "--log-level", "warn"]
         if _etcd_supports_no_fsync(self.binary):
             args.append("--unsafe-no-fsync")  # test data is throw-away; fsync dominates latency
+        self._offset = ports.log_size(self.log)
         self.process = _spawn(args, self.log)
 
     def wait_ready(self, timeout: float = 30) -> None:
-        _wait(lambda: _http_ok(f"{self.endpoint}/health"), timeout, f"etcd on {self.endpoint}", self.log)
+        """Until /health answers; a start that hit a taken port is repeated on new ports (if picked)."""
+        def attempt(n: int) -> None:
+            if n:
+                if not self._picked:
+                    raise RuntimeError(f"etcd on {self.endpoint}: its port is taken, and it keeps its ports "
+                                       "(given, or served from before)")
+                shutil.rmtree(self.data_dir, ignore_errors=True)  # nothing of the failed start is kept
+                self.port, self.peer_port = ports.free_ports(2)
+                self.start()
+            assert self.process is not None, "start() first"
+            ports.wait_bound(self.process, lambda: _http_ok(f"{self.endpoint}/health"), timeout,
+                             f"etcd on {self.endpoint}", self.log, self._offset)
+
+        ports.start_with_retries(attempt, "etcd")
+        self._picked = False  # served once: a restart keeps its ports and its data
+
+    def stop(self) -> None:
+        _stop(self.process)
 
 
 def _etcd_supports_no_fsync(binary: Path) -> bool:
@@ -85,8 +109,11 @@ def _etcd_supports_no_fsync(binary: Path) -> bool:
 
 def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as handle:
-        # A new session so a Ctrl-C in the parent terminal does not race our own orderly shutdown.
-        return subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+        # A new session so a Ctrl-C in the parent terminal does not race our own orderly shutdown, and
+        # one process group to reap if this run is killed (reaper.py).
+        popen = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    reaper.spawned(popen, args)
+    return popen
 
 
 def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
@@ -95,16 +122,6 @@ def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
             return resp.status == 200
     except OSError:
         return False
-
-
-def _wait(check, timeout: float, what: str, log: Path) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
-    raise RuntimeError(f"{what} did not become ready within {timeout:.0f}s; log tail:\n{tail}")
 
 
 def _stop(process: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
@@ -140,10 +157,15 @@ class Cluster:
         self.api_etcd = Etcd(self.paths["etcd"], self.workdir / "etcd-api", self.workdir / "etcd-api.log")
         self.topo_etcd = Etcd(self.paths["etcd"], self.workdir / "etcd-topo", self.workdir / "etcd-topo.log")
         self.port = free_port()
-        self.server = f"https://127.0.0.1:{self.port}"
         self.kubeconfig = self.workdir / "kubeconfig"
         self._apiserver: subprocess.Popen[bytes] | None = None
         self._controller_manager: subprocess.Popen[bytes] | None = None
+        self._cm_log = self.workdir / "kube-controller-manager.log"
+        self._cm_offset = 0
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Cluster:
@@ -195,7 +217,7 @@ class Cluster:
         args = [
             str(self.paths["kube-apiserver"]),
             f"--etcd-servers={self.api_etcd.endpoint}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.port}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
             f"--tls-cert-file={p.serving_cert}", f"--tls-private-key-file={p.serving_key}",
             f"--client-ca-file={p.ca_cert}",
             f"--service-account-key-file={p.sa_public}", f"--service-account-signing-key-file={p.sa_private}",
@@ -211,27 +233,37 @@ class Cluster:
             "--profiling=false",
             "--cert-dir", str(self.workdir / "apiserver-certs"),
         ]
-        self._apiserver = _spawn(args, log)
         context = self.ssl_context()
-        _wait(lambda: _http_ok(f"{self.server}/readyz", context), 120, "kube-apiserver", log)
+
+        def attempt(n: int) -> None:
+            if n:
+                self.port = free_port()
+            port_args = [*args, f"--secure-port={self.port}"]
+            offset = ports.log_size(log)
+            self._apiserver = _spawn(port_args, log)
+            ports.wait_bound(self._apiserver, lambda: _http_ok(f"{self.server}/readyz", context), 120,
+                             f"kube-apiserver on {self.server}", log, offset)
+
+        ports.start_with_retries(attempt, "kube-apiserver")
 
     def _start_controller_manager(self) -> None:
-        log = self.workdir / "kube-controller-manager.log"
         args = [
             str(self.paths["kube-controller-manager"]),
             f"--kubeconfig={self.kubeconfig}",
             f"--authentication-kubeconfig={self.kubeconfig}",
             f"--authorization-kubeconfig={self.kubeconfig}",
-            "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+            "--bind-address=127.0.0.1", f"--secure-port={free_port()}",  # its own port: nobody dials it
             f"--controllers={','.join(self.controllers)}",
             "--leader-elect=false",
             "--use-service-account-credentials=false",
             f"--root-ca-file={self.pki.ca_cert}",
         ]
-        self._controller_manager = _spawn(args, log)
+        self._cm_offset = ports.log_size(self._cm_log)
+        self._controller_manager = _spawn(args, self._cm_log)
 
     def _wait_controllers(self) -> None:
-        """The controller-manager is up once its service-account controller made `default/default`."""
+        """The controller-manager is up once its service-account controller made `default/default`; one
+        that exits on a taken port is started again on another."""
         from kubernetes import client
         from kubernetes.client.rest import ApiException
 
@@ -244,7 +276,14 @@ class Cluster:
             except ApiException:
                 return False
 
-        _wait(has_default_sa, 120, "kube-controller-manager", self.workdir / "kube-controller-manager.log")
+        def attempt(n: int) -> None:
+            if n:
+                self._start_controller_manager()  # picks a new port
+            assert self._controller_manager is not None
+            ports.wait_bound(self._controller_manager, has_default_sa, 120, "kube-controller-manager",
+                             self._cm_log, self._cm_offset)
+
+        ports.start_with_retries(attempt, "kube-controller-manager")
 
 
 def write_env_file(path: Path, env: dict[str, str]) -> None:

@@ -29,20 +29,11 @@ from typing import Any
 import yaml
 
 from . import podnet
-from .cluster import free_port
+from .ports import free_ports
 from .toolchain import Toolchain
 
 MARKER = "MULTIGRES_POOLS_RUN"
 CONFIG_FILE = "multigres.yaml"
-
-
-def _free_ports(count: int) -> list[int]:
-    ports: list[int] = []
-    while len(ports) < count:
-        port = free_port()
-        if port not in ports:
-            ports.append(port)
-    return ports
 
 
 def _port_fields(node: Any) -> Iterator[tuple[dict[str, Any], str]]:
@@ -63,7 +54,7 @@ def repoint_ports(config: dict[str, Any]) -> dict[int, int]:
     etcd.setdefault("peer-port", etcd["port"] + 1)
     fields = list(_port_fields(config))
     old = sorted({node[key] for node, key in fields})
-    mapping = dict(zip(old, _free_ports(len(old)), strict=True))
+    mapping = dict(zip(old, free_ports(len(old)), strict=True))
     for node, key in fields:
         node[key] = mapping[node[key]]
     return mapping

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 
 from ..paths import collection_root
+from . import ports, reaper
 from .kubeclient import api_client
 
 REPO_ROOT = collection_root()
@@ -42,10 +42,8 @@ FIELD_MANAGER = "multigres-pools-localstack"
 Manifest = dict[str, Any]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# Our own Python servers (operator, agent) take these; the kube and etcd servers retry (ports.py).
+free_port = ports.free_port
 
 
 def child_env() -> dict[str, str]:
@@ -70,6 +68,7 @@ class Process:
             handle.flush()
             self.popen = subprocess.Popen(self.argv, stdout=handle, stderr=subprocess.STDOUT, env=child_env(),
                                           start_new_session=True)
+        reaper.spawned(self.popen, self.argv)
         self.starts += 1
         return self
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import podenv, podexec, probes
+from . import podenv, podexec, probes, reaper
 from .kubelet import now, pod_conditions
 from .poddns import hostname as pod_hostname
 from .podfs import PodVolumes, UnsupportedVolume, VolumeError
@@ -359,6 +359,7 @@ class PodWorker:
             popen = subprocess.Popen(chain, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         self.kubelet.track(popen.pid)
+        reaper.spawned(popen, chain)
         started = time.monotonic()
         run = Run(popen, image, started, now(), env, uid=self.kubelet.uid)
         for kind in ("startupProbe", "livenessProbe", "readinessProbe"):

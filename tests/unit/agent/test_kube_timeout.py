@@ -81,3 +81,10 @@ def test_the_flag_refuses_a_non_positive_timeout(tmp_path, silent_port, capsys) 
     with pytest.raises(SystemExit):
         build(["--kubeconfig", _kubeconfig(tmp_path, silent_port), "--kube-timeout", "0"])
     assert "--kube-timeout: 0.0 is not a positive number of seconds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--stall-after", "-1"), ("--topology-stall-after", "inf")])
+def test_the_stall_thresholds_refuse_negative_and_infinite_values(tmp_path, silent_port, capsys, flag, value) -> None:
+    with pytest.raises(SystemExit):
+        build(["--kubeconfig", _kubeconfig(tmp_path, silent_port), flag, value])
+    assert f"{flag}: {float(value)} is not a number of seconds, 0 or more" in capsys.readouterr().err
