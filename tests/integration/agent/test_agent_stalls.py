@@ -86,7 +86,7 @@ def _pods(rig: ShardRig) -> list[dict]:
 def test_a_killed_topology_etcd_is_reported_on_the_shard_and_clears_when_it_is_back(
         kube, namespace, kubelet, own_etcd, tmp_path) -> None:
     etcd = own_etcd[0]
-    rig = ShardRig(kube.api_client(), namespace, etcd.endpoint, replicas=3,
+    rig = ShardRig(kube.api_client(), namespace, etcd.endpoint, kube.client(), replicas=3,
                    config=AgentConfig(register_topology=False, topology_stall_after_s=0.5, stall_after_s=0.5))
     try:
         rig.start()
