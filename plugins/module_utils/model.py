@@ -723,8 +723,7 @@ class Condition(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     type: Annotated[str, StringConstraints(min_length=1, max_length=316)] = Field(
-        description="Ready, Reconciling, Stalled, Available, RollingUpdate, ScaleDownBlocked, ConfigurationValid "
-                    "or BackupHealthy (docs/api.md, status).")
+        description=f"One of {', '.join(keys.ShardCondition)} (docs/api.md, status).")
     status: Literal["True", "False", "Unknown"] = Field(description="Whether the condition holds.")
     reason: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
         None, description="One CamelCase word saying why, e.g. HealthGate or InvalidSpec.")
