@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, inputs, keys, model, observe, render, snapshot, spechash
+from . import facts, inputs, keys, model, observe, owned_reads, render, snapshot, spechash
 from . import plan as planner
 from . import status as shard_status
 from .actions import Action
@@ -40,6 +40,8 @@ class Request:
     cleanup_timeout: float = CLEANUP_TIMEOUT
     # Recorded list answers (`snapshot.load`) replayed instead of listing; None lists live.
     observed: Mapping[str, list[dict[str, Any]]] | None = None
+    # Under the Ansible Operator: end the pass with one read by name per owned kind (owned_reads.py).
+    read_owned_by_name: bool = False
 
 
 @dataclass
@@ -283,6 +285,9 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
     decision.result.changed |= result.changed
     out = execute(client, request, decision, facts.format_time(now))
     out.replayed = getattr(reader, "replayed", 0)
+    if request.read_owned_by_name and cr is not None and decision.observed is not None and decision.desired:
+        owned_reads.read_one_of_each_kind(client, decision.namespace, decision.observed, decision.desired.objects,
+                                          facts.uid(cr) or "")
     return _finish(out, client, started)
 
 

@@ -21,7 +21,8 @@ def request(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> Reque
     return Request(namespace=params["namespace"], spec=params["spec"], name=params["name"], state=params["state"],
                    definition={"apiVersion": "pools.multigres.com/v1alpha1", "kind": "MultigresShard",
                                **params["shard"]} if params["shard"] else None,
-                   check_mode=check_mode, diff=diff, cleanup_timeout=params["cleanup_timeout"], observed=observed)
+                   check_mode=check_mode, diff=diff, cleanup_timeout=params["cleanup_timeout"], observed=observed,
+                   read_owned_by_name=bool(params.get("read_owned_by_name")))
 
 
 def run(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> tuple[dict[str, Any], list[str]]:
