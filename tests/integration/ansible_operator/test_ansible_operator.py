@@ -120,6 +120,13 @@ def test_create_and_scale_converge_with_no_failed_run(kube, namespace, operator)
         # although the module writes them with server-side apply.
         assert "Set the reconciliation to occur after" in log
         assert '"msg":"Watching child resource","kind":"/v1, Kind=Pod"' in log, log[-4000:]
+        # So a pod deleted from outside brings a reconcile of its own (not the 60 s resync).
+        mark = len(log)
+        victim = sorted(p["metadata"]["name"] for p in client.list("v1", "Pod", namespace, POOL_PODS))[-1]
+        client.delete("v1", "Pod", namespace, victim)
+        times["pod deleted"] = step(client, operator, namespace, 3, "pod deleted")
+        log = operator.log()
+        assert "Reconciling due to dependent resource deletion" in log[mark:], log[mark:][-4000:]
         assert failed_runs(log) == [], "\n".join(failed_runs(log))
         assert operator.alive()
         print("ansible-operator steps (s): " + ", ".join(f"{k} {v:.1f}" for k, v in times.items()))
