@@ -5,7 +5,7 @@ Its API proxy (ansible-operator-plugins, internal/ansible/proxy) adds a watch on
 owner's controller only when an object of that kind is created with POST through the proxy, or
 read by name through it (answered from its cache) while carrying an ownerReference to the owner
 the proxy acts for. The engine creates with server-side apply (PATCH) and reads with lists, so
-without these reads a deleted pod or PVC, or an agent's drain annotation, would wait for the next
+without these reads a deleted pod or Secret, or an agent's drain annotation, would wait for the next
 periodic pass. One GET per kind, served from the proxy's cache; off unless asked for.
 """
 
@@ -28,7 +28,9 @@ def owned_by(obj: Manifest, uid: str) -> bool:
 def read_one_of_each_kind(reader: Reader, namespace: str, observed: Observed, desired_objects: Iterable[Manifest],
                           uid: str) -> int:
     """GET, by name, the first object of each kind in `observed` owned by `uid`; returns how many."""
-    api_versions = {"Pod": "v1", "PersistentVolumeClaim": "v1", **{k: v for v, k in kinds_to_list(desired_objects)}}
+    # Secrets: the generated ones are listed (metadata only) but not among the rendered objects.
+    api_versions = {"Pod": "v1", "PersistentVolumeClaim": "v1", "Secret": "v1",
+                    **{k: v for v, k in kinds_to_list(desired_objects)}}
     pools = {"Pod": observed.pods, "PersistentVolumeClaim": observed.pvcs, **observed.others}
     reads = 0
     for kind, objs in pools.items():
