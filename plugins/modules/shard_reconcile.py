@@ -69,8 +69,9 @@ options:
       - With I(name), end the pass by reading one object of each kind the shard owns by name (one
         GET per kind). Under the operator-sdk Ansible Operator (watches.yaml sets it through the
         role's C(shard_ansible_operator)) this is what makes its API proxy watch pods and the other
-        kinds the shard owns (PVCs only with C(whenDeleted=Delete)), which it does only for objects created with POST or read by name
-        through it; this module creates with server-side apply and reads with lists.
+        kinds the shard owns (PVCs only with C(whenDeleted=Delete)). The proxy does that only for
+        objects created with POST or read by name through it; this module creates with server-side
+        apply and reads with lists.
     type: bool
     default: false
 attributes:
