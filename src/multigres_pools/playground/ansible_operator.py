@@ -3,8 +3,8 @@
 
 The pinned module and its dependencies are in playground/ansible_operator_bin/go.mod and go.sum
 (a `tool` directive keeps the requirement). The proxy serves the pinned version but refuses to
-list versions of this module and sum.golang.org does not vouch for it, so the checksum database
-is off for this one module (GONOSUMDB): go.sum in this repository pins its hash instead. The
+list versions of this module (403), and the checksum database it relays has no entry for it (404),
+so the checksum database is off for this one module (GONOSUMDB): go.sum here pins its hash. The
 binary is cached under ~/.cache/multigres-pools/ like the kube binaries (playground/binaries.py),
 keyed by the version and the build inputs, built under the same lock. Never a prebuilt download.
 """
