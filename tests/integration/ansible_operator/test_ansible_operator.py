@@ -102,7 +102,7 @@ def failed_runs(log: str) -> list[str]:
     """Lines of the operator's log that report a failed run or a reconcile error."""
     return [line for line in log.splitlines()
             if re.search(r"failed=[1-9]|unreachable=[1-9]|Reconciler error|received failed task event"
-                         r"|No module named|Error from event API", line)]
+                         r"|No module named|Error from event API|Traceback", line)]
 
 
 def test_create_and_scale_converge_with_no_failed_run(kube, namespace, operator):  # type: ignore[no-untyped-def]
