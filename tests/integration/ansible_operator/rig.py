@@ -89,5 +89,10 @@ class AnsibleOperator:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait(10)
-        shutil.rmtree(RUNNER_DIR / "pools.multigres.com" / "v1alpha1" / "MultigresShard" / self.namespace,
-                      ignore_errors=True)
+        kind_dir = RUNNER_DIR / "pools.multigres.com" / "v1alpha1" / "MultigresShard"
+        shutil.rmtree(kind_dir / self.namespace, ignore_errors=True)
+        with contextlib.suppress(OSError):  # and the folders above it, once empty (not /tmp itself)
+            for folder in (kind_dir, *kind_dir.parents):
+                if folder == RUNNER_DIR.parent.parent:
+                    break
+                folder.rmdir()
