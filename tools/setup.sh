@@ -58,6 +58,12 @@ if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
   .venv/bin/python -m multigres_pools.playground.binaries --ensure
 fi
 
+# The operator-sdk Ansible Operator binary (ansible-operator-plugins, from the Go module proxy) that
+# tests/integration/ansible_operator runs; once per machine, about 5 CPU-minutes cold.
+if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
+  .venv/bin/python -m multigres_pools.playground.ansible_operator --ensure
+fi
+
 # Multigres v0.1.0, PostgreSQL 17, pgBackRest, an unprivileged user and a UTF-8 locale for the
 # playground (docs/dependencies.md); once per machine. SKIP_MULTIGRES=1 skips only this step.
 if [ -z "${SKIP_TEST_BINARIES:-}" ] && [ -z "${SKIP_MULTIGRES:-}" ]; then

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, keys, observe, render, snapshot, spechash, stalls
+from . import facts, keys, observe, owned_reads, render, snapshot, spechash, stalls
 from . import plan as planner
 from . import status as shard_status
 from .actions import Action
@@ -47,6 +47,8 @@ class Request:
     # Seconds a pod may wait for the agent before AgentStalled; None: $MULTIGRES_POOLS_AGENT_STALL_AFTER
     # or the default (stalls.py), so the operator and the playbook runs it starts agree.
     agent_stall_after: float | None = None
+    # Under the Ansible Operator: end the pass with one read by name per owned kind (owned_reads.py).
+    read_owned_by_name: bool = False
 
     def stall_after(self) -> float:
         return self.agent_stall_after if self.agent_stall_after is not None else stalls.configured_agent_stall_after()
@@ -307,6 +309,9 @@ def run_pass(client: KubeClient, request: Request, now: dt.datetime | None = Non
     decision.result.changed |= result.changed
     out = execute(client, request, decision, facts.format_time(now))
     out.replayed = getattr(reader, "replayed", 0)
+    if request.read_owned_by_name and cr is not None and decision.observed is not None and decision.desired:
+        owned_reads.read_one_of_each_kind(client, decision.namespace, decision.observed, decision.desired.objects,
+                                          facts.uid(cr) or "")
     return _finish(out, client, started)
 
 

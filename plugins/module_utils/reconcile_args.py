@@ -16,6 +16,7 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "kubeconfig": {"type": "path"},
     "context": {"type": "str"},
     "observed": {"type": "path"},
+    "read_owned_by_name": {"type": "bool", "default": False},
 }
 REQUIRED_ONE_OF = [("shard", "spec", "name")]
 MUTUALLY_EXCLUSIVE = [("shard", "spec", "name")]

@@ -24,7 +24,8 @@ def request(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> Reque
                    definition={"apiVersion": "pools.multigres.com/v1alpha1", "kind": "MultigresShard",
                                **params["shard"]} if params["shard"] else None,
                    check_mode=check_mode, diff=diff, cleanup_timeout=params["cleanup_timeout"], observed=observed,
-                   agent_stall_after=params.get("agent_stall_after"))
+                   agent_stall_after=params.get("agent_stall_after"),
+                   read_owned_by_name=bool(params.get("read_owned_by_name")))
 
 
 def run(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> tuple[dict[str, Any], list[str]]:

@@ -70,6 +70,16 @@ options:
         always read live, and a missing, unreadable or older than 60 s snapshot is ignored (the
         pass then lists as usual). Leave it out when running the playbook yourself.
     type: path
+  read_owned_by_name:
+    description:
+      - With I(name), end the pass by reading one object of each kind the shard owns by name (one
+        GET per kind). Under the operator-sdk Ansible Operator (watches.yaml sets it through the
+        role's C(shard_ansible_operator)) this is what makes its API proxy watch pods and the other
+        kinds the shard owns (PVCs only with C(whenDeleted=Delete)). The proxy does that only for
+        objects created with POST or read by name through it; this module creates with server-side
+        apply and reads with lists.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full

@@ -69,14 +69,17 @@ def third_party_imports(root: Path) -> set[str]:
     return found
 
 
-def cached_venv(*requirements: str) -> Path:
-    """A virtualenv holding exactly `requirements` (pip arguments; `-r` files by absolute path) and
-    what they depend on, nothing of this checkout. Built once per machine and reused: keyed by the
-    Python version, the arguments and the contents of the files they name; a lock file keeps two
-    sessions from building it at once, a marker tells a finished one from an interrupted one."""
+def cached_venv(*requirements: str, over: tuple[str, ...] = ()) -> Path:
+    """A virtualenv holding exactly `requirements` (pip arguments; `-r` files and local project
+    folders by absolute path: a file's contents are part of the key, a folder's path only) and
+    what they depend on, nothing of this checkout; then `over`, installed by a second pip run on
+    top of those as an image layer does (it may upgrade what the first run installed). Built once
+    per machine and reused: keyed by the Python version, the arguments and the contents of the
+    files they name; a lock file keeps two sessions from building it at once, a marker tells a
+    finished one from an interrupted one."""
     key = hashlib.sha256(sys.version.encode())
-    for arg in requirements:
-        key.update(arg.encode() + (Path(arg).read_bytes() if Path(arg).is_absolute() else b""))
+    for arg in (*requirements, *(("--over", *over) if over else ())):
+        key.update(arg.encode() + (Path(arg).read_bytes() if Path(arg).is_file() else b""))
     venv = VENV_CACHE / key.hexdigest()[:16]
     VENV_CACHE.mkdir(parents=True, exist_ok=True)
     with open(f"{venv}.lock", "w") as lock:
@@ -86,7 +89,9 @@ def cached_venv(*requirements: str) -> Path:
             subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
             # This venv's pip installs into the new one (faster than bootstrapping pip there);
             # the pip cache makes it quick, and PyPI is reachable from our machines.
-            subprocess.run([str(BIN / "pip"), "--python", str(venv / "bin" / "python"), "install", "-q",
-                            "--disable-pip-version-check", *requirements], check=True, timeout=900)
+            for layer in (requirements, over):
+                if layer:
+                    subprocess.run([str(BIN / "pip"), "--python", str(venv / "bin" / "python"), "install", "-q",
+                                    "--disable-pip-version-check", *layer], check=True, timeout=900)
             (venv / ".complete").touch()
     return venv

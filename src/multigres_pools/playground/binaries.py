@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 KUBE_VERSION = "v1.34.4"
@@ -24,18 +25,34 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
 SOURCE_DIR = Path(__file__).resolve().parent / "kubebin"
 
 
-def _source_key() -> str:
+def source_key(source: Path) -> str:
+    """A short digest of a Go build directory's inputs (.go, go.mod, go.sum): a cache key."""
     digest = hashlib.sha256()
-    for path in sorted(SOURCE_DIR.rglob("*")):
+    for path in sorted(source.rglob("*")):
         if path.is_file() and path.suffix in {".go", ".mod", ".sum"}:
-            digest.update(path.relative_to(SOURCE_DIR).as_posix().encode())
+            digest.update(path.relative_to(source).as_posix().encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
 
+def cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "multigres-pools"
+
+
 def cache_dir() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "multigres-pools" / f"kube-{KUBE_VERSION}-{_source_key()}"
+    return cache_root() / f"kube-{KUBE_VERSION}-{source_key(SOURCE_DIR)}"
+
+
+def build_once(missing: Callable[[], bool], build: Callable[[], None]) -> None:
+    """Run `build` if `missing()`, holding the cache's build lock: several test processes may
+    start at once on a fresh machine; one builds, the rest wait and then find the result."""
+    if not missing():
+        return
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with (cache_root() / ".build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if missing():
+            build()
 
 
 def _build(target: Path) -> None:
@@ -73,18 +90,7 @@ def cached() -> dict[str, Path]:
 
 def resolve() -> dict[str, Path]:
     """Return the path of each binary, building the missing ones."""
-    cached_dir = cache_dir()
-
-    def missing() -> bool:
-        return len(cached()) < len(BINARIES)
-
-    if missing():
-        cached_dir.parent.mkdir(parents=True, exist_ok=True)
-        # Several test processes may start at once on a fresh machine: one builds, the rest wait.
-        with (cached_dir.parent / ".build.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if missing():
-                _build(cached_dir)
+    build_once(lambda: len(cached()) < len(BINARIES), lambda: _build(cache_dir()))
     return cached()
 
 

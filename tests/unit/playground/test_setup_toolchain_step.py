@@ -67,15 +67,18 @@ def test_setup_script_parses() -> None:
 def test_setup_runs_the_toolchain_ensure_step_whose_cli_is_real(tmp_path: Path) -> None:
     calls = _run_setup(tmp_path)
     assert calls == ["-m multigres_pools.playground.binaries --ensure",
+                     "-m multigres_pools.playground.ansible_operator --ensure",
                      "-m multigres_pools.playground.toolchain --ensure"]
-    # The recorded invocation is the real CLI: the same module answers --help.
-    module = calls[1].split()[1]
-    helped = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, check=True)
-    assert "--ensure" in helped.stdout
+    # The recorded invocations are the real CLIs: the same modules answer --help.
+    for call in calls[1:]:
+        helped = subprocess.run([sys.executable, "-m", call.split()[1], "--help"], capture_output=True, text=True,
+                                check=True)
+        assert "--ensure" in helped.stdout
 
 
 @pytest.mark.parametrize(("env", "expected"), [
-    ({"SKIP_MULTIGRES": "1"}, ["-m multigres_pools.playground.binaries --ensure"]),
+    ({"SKIP_MULTIGRES": "1"}, ["-m multigres_pools.playground.binaries --ensure",
+                               "-m multigres_pools.playground.ansible_operator --ensure"]),
     ({"SKIP_TEST_BINARIES": "1"}, []),
 ])
 def test_setup_skips(tmp_path: Path, env: dict[str, str], expected: list[str]) -> None:
