@@ -70,9 +70,10 @@ OPERATOR_GRANTS = (
     Grant("The pgBackRest Certificate when backup.pgbackrestTLS.mode is certManager (unused otherwise).",
           ("cert-manager.io",), ("certificates",), _CHILD_VERBS),
     Grant("pgbackrestTLS.mode auto: list and watch (metadata only, the operator's cache) find the shard's "
-          "generated TLS Secrets, create makes the CA Secret once, patch (re-)issues the certificate Secret, get "
-          "reads the CA key to sign it. The engine never reports Secret data and never deletes a Secret: the "
-          "generated ones are owned by the shard, and the garbage collector removes them with it.",
+          "generated TLS Secrets, create makes the CA Secret once, patch (re-)issues the certificate Secret and "
+          "rotates the CA before expiry, get reads the CA key to sign it. The engine never reports Secret data "
+          "and never deletes a Secret: the generated ones are owned by the shard, and the garbage collector "
+          "removes them with it.",
           ("",), ("secrets",), ("get", "list", "watch", "create", "patch")),
     # No delete on Secrets: reconcile.decide does not list them while a shard is deleted.
     Grant("Report what happened (DrainStarted, PodCreated, ...) as Events on the MultigresShard; patch "

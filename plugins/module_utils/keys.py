@@ -113,6 +113,16 @@ ANN_CONFIG_KEYS = "pools.multigres.com/config-keys"
 
 # On the generated pgBackRest TLS Secret: fingerprint of the names it was issued for.
 ANN_TLS_FINGERPRINT = "pools.multigres.com/tls-fingerprint"
+# On the generated CA and certificate Secrets (tls_policy.py): when the signing CA or the certificate
+# was issued and when it expires (RFC 3339), so the pure planner renews them without reading key
+# material. The CA Secret names its signing CA (ANN_TLS_CA_ID, the CA's subject key identifier) and,
+# while a successor CA is published but not yet signing, since when (ANN_TLS_CA_STAGED_AT); the
+# certificate Secret names the CA that signed it (ANN_TLS_ISSUER).
+ANN_TLS_ISSUED_AT = "pools.multigres.com/tls-issued-at"
+ANN_TLS_NOT_AFTER = "pools.multigres.com/tls-not-after"
+ANN_TLS_CA_ID = "pools.multigres.com/tls-ca-id"
+ANN_TLS_CA_STAGED_AT = "pools.multigres.com/tls-ca-staged-at"
+ANN_TLS_ISSUER = "pools.multigres.com/tls-issuer"
 
 # --- finalizers ----------------------------------------------------------------------------------
 # On pool pods: the agent unregisters the pooler before the pod object may disappear.
