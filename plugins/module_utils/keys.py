@@ -72,6 +72,13 @@ METRICS_PORT_NAME = "metrics"
 LABEL_METRICS = "pools.multigres.com/metrics"
 # The ValidatingAdmissionPolicy (and its binding) that lets the agent change pool pods only.
 AGENT_POD_POLICY = "multigres-pools-agent-pool-pods-only"
+# /metrics behind Kubernetes authentication (src/multigres_pools/metrics_access.py): the ClusterRole
+# that lets the operator and the agent review tokens, the one a scraper needs (get /metrics), and the
+# monitoring bundle's scraper ServiceAccount with its token Secret.
+METRICS_AUTH_ROLE = "multigres-pools-metrics-auth"
+METRICS_READER_ROLE = "multigres-pools-metrics-reader"
+METRICS_SCRAPER = "multigres-pools-metrics-scraper"
+METRICS_SCRAPER_TOKEN = "multigres-pools-metrics-scraper-token"
 
 # --- annotations (contract §3.3) -----------------------------------------------------------------
 ANN_DRAIN_STATE = "drain.multigres.com/state"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from .. import cli_help, dataplane, lease, logs
+from .. import cli_help, dataplane, lease, logs, metrics_access
 from ..dataplane.etcd import EtcdTLS
 from ..kubeclient import api_client
 from .context import AgentConfig, Context
@@ -54,7 +54,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rpc-timeout", type=float, default=10.0, help="seconds per multipooler RPC")
     p.add_argument("--kube-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
                    help="seconds per Kubernetes API request of a shard pass (a timed-out pass is retried)")
-    p.add_argument("--http", default="0.0.0.0:8080", help="host:port of /healthz, /readyz and /metrics")
+    p.add_argument("--http", default=metrics_access.DEFAULT_ADDR,
+                   help="host:port of /healthz, /readyz and /metrics (the bundle binds 0.0.0.0 for the kubelet)")
+    metrics_access.add_arguments(p)
     p.add_argument("--poll-interval", type=float, default=5.0, help="seconds between periodic shard passes")
     p.add_argument("--stall-after", type=float, default=300.0, help="seconds before a blocked drain is DrainStalled")
     p.add_argument("--backup-interval", type=float, default=300.0, help="seconds between backup health checks")
@@ -123,8 +125,9 @@ class Runtime:
         else:
             self.elector = self._elector()
             self.elector.start()
-        host, _, port = self.args.http.rpartition(":")
-        server = serve(host or "0.0.0.0", int(port), self.agent.ctx.metrics.registry, self.healthy, self.ready)
+        host, port = metrics_access.split_addr(self.args.http, "--http")
+        gate, tls = metrics_access.build(self.args, self.args.http, lambda: self.api)
+        server = serve(host, port, self.agent.ctx.metrics.registry, self.healthy, self.ready, gate, tls)
         # A standby does nothing but take part in the election: no watch, no periodic pass.
         while self.elector is not None and not self.stop_flag.is_set():
             if self.elector.wait_leading(timeout=0.5):
@@ -181,6 +184,9 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     args = p.parse_args(argv)
     if not args.kube_timeout > 0:
         p.error(f"--kube-timeout: {args.kube_timeout} is not a positive number of seconds")
+    problem = metrics_access.check_arguments(args, "--http", args.http)
+    if problem:
+        p.error(problem)
     timing = lease.timing_from(args, p)
     api = api_client(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from .. import cli_help, lease, logs
+from .. import cli_help, lease, logs, metrics_access
 from ..kubeclient import api_client
 from . import cpu
 from .metrics import Metrics
@@ -65,8 +65,9 @@ def parser() -> argparse.ArgumentParser:
                         "started and waiting (saves ~100 MiB per worker, costs its start-up on every run)")
     p.add_argument("--shutdown-grace", type=float, default=20.0,
                    help="seconds running reconciles may finish at shutdown before being cancelled")
-    p.add_argument("--health-addr", default=env("HEALTH_ADDR", "0.0.0.0:8080"),
-                   help="host:port serving /healthz, /readyz and /metrics")
+    p.add_argument("--health-addr", default=env("HEALTH_ADDR", metrics_access.DEFAULT_ADDR),
+                   help="host:port serving /healthz, /readyz and /metrics (the bundle binds 0.0.0.0 for the kubelet)")
+    metrics_access.add_arguments(p)
     p.add_argument("--no-leader-elect", dest="leader_elect", action="store_false",
                    help="act without holding the Lease (only for a single local instance)")
     lease.add_arguments(p, keys.OPERATOR_LEASE_NAME, env("POD_NAMESPACE"),
@@ -124,6 +125,10 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
         return 2
     if args.batch_size < 1:
         log.error("--batch-size must be at least 1, got %d", args.batch_size)
+        return 2
+    problem = metrics_access.check_arguments(args, "--health-addr", args.health_addr)
+    if problem:
+        log.error("%s", problem)
         return 2
     api = api_client(args.kubeconfig)
     creds = load_credentials(args.kubeconfig)
@@ -183,8 +188,9 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
     def ready() -> bool:
         return synced.is_set() and (elector is None or elector.is_leader())
 
-    host, _, port = args.health_addr.rpartition(":")
-    web = await health.serve(health.make_app(ready, metrics.registry), host or "0.0.0.0", int(port))
+    host, port = metrics_access.split_addr(args.health_addr, "--health-addr")
+    gate, tls = metrics_access.build(args, args.health_addr, lambda: api)
+    web = await health.serve(health.make_app(ready, metrics.registry, gate, tls), host, port, tls)
     aio = AsyncKube(creds)
     try:
         if elector is not None:

@@ -28,6 +28,7 @@ from kubernetes import client as k8s
 
 from multigres_pools.agent.drain_runner import STALLED_CONDITION
 from multigres_pools.playground.localstack import install_crd
+from tests.helpers import service_accounts
 from tests.helpers.fake_agent import FakeAgent
 from tests.helpers.polling import eventually
 from tests.integration.reconcile.rig import Rig, spec
@@ -72,13 +73,6 @@ def _ensure_namespace(admin: KubeClient, name: str) -> bool:
     return True
 
 
-def _token(admin: KubeClient, account: str) -> str:
-    path = f"/api/v1/namespaces/{keys.INSTALL_NAMESPACE}/serviceaccounts/{account}/token"
-    review = admin.request("create", "POST", path, body={"apiVersion": "authentication.k8s.io/v1",
-                                                         "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
-    return review["status"]["token"]
-
-
 @pytest.fixture(params=[False, True], ids=["namespaced", "cluster-wide"])
 def installed(request, kube, namespace) -> Iterator[Installed]:  # type: ignore[no-untyped-def]
     """The bundle's RBAC, ServiceAccounts and admission policy for `namespace` (or cluster-wide)."""
@@ -92,7 +86,7 @@ def installed(request, kube, namespace) -> Iterator[Installed]:  # type: ignore[
         admin.apply(doc, "test")
     try:
         accounts = (bundle.OPERATOR, bundle.AGENT)
-        done = Installed(admin, namespace, request.param, {a: _token(admin, a) for a in accounts})
+        done = Installed(admin, namespace, request.param, {a: service_accounts.token(admin, a) for a in accounts})
         for account in accounts:  # the authorizer's caches fill in the background
             want = _documented(account, {bundle.WATCHED})
             eventually(lambda a=account, w=want: w <= _rules(done.client(a), namespace), 60, f"{account}'s Roles")
@@ -136,7 +130,7 @@ def test_each_service_account_may_do_exactly_what_install_md_documents(installed
     admin.create({"apiVersion": "v1", "kind": "ServiceAccount",
                   "metadata": {"name": nobody, "namespace": keys.INSTALL_NAMESPACE}}, field_manager="test")
     try:
-        installed.tokens[nobody] = _token(admin, nobody)
+        installed.tokens[nobody] = service_accounts.token(admin, nobody)
         baseline = _rules(installed.client(nobody), installed.watched)
     finally:
         admin.delete("v1", "ServiceAccount", keys.INSTALL_NAMESPACE, nobody)
@@ -150,6 +144,7 @@ def test_each_service_account_may_do_exactly_what_install_md_documents(installed
             scopes = {installed.watched: {bundle.WATCHED}, keys.INSTALL_NAMESPACE: {bundle.INSTALL}, other: set()}
             if installed.cluster_wide:
                 scopes = {ns: where | {bundle.WATCHED} for ns, where in scopes.items()}
+            scopes = {ns: where | {bundle.CLUSTER} for ns, where in scopes.items()}  # the review APIs: everywhere
             for ns, where in scopes.items():
                 got = _rules(client, ns) - baseline
                 assert got == _documented(account, where), (account, ns, got ^ _documented(account, where))
