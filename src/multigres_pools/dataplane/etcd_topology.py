@@ -98,7 +98,9 @@ class EtcdTopologyPlane(DataPlane):
         provisioner writes `localhost:2379`, which is the pod's view, not ours)."""
         scheme, host, port = parse_address(address)
         mapped = self._dial_host(host)
-        return address if mapped == host else f"{scheme}://{mapped}:{port}"
+        if mapped == host:
+            return address
+        return f"{scheme}://{mapped}:{port}" if "://" in address else f"{mapped}:{port}"  # bare stays bare (TLS)
 
     def list_poolers(self, topo: ShardTopology) -> list[Pooler]:
         seen: dict[str, Pooler] = {}

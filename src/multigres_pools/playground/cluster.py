@@ -51,7 +51,8 @@ def free_port() -> int:
 
 @dataclass
 class Etcd:
-    """One etcd member on loopback; `endpoint` is its client URL."""
+    """One etcd member on loopback; `endpoint` is its client URL. With `tls`, clients speak HTTPS and
+    must present a certificate of its CA (the admin one does); peers stay on loopback HTTP."""
 
     binary: Path
     data_dir: Path
@@ -59,12 +60,13 @@ class Etcd:
     port: int = field(default_factory=free_port)
     peer_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    tls: pki.Pki | None = None
 
     host = "127.0.0.1"
 
     @property
     def endpoint(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def start(self) -> None:
         peer = f"http://127.0.0.1:{self.peer_port}"
@@ -72,12 +74,19 @@ class Etcd:
                 "--listen-client-urls", self.endpoint, "--advertise-client-urls", self.endpoint,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                 "--initial-cluster", f"default={peer}", "--log-level", "warn"]
+        if self.tls:
+            args += ["--cert-file", str(self.tls.serving_cert), "--key-file", str(self.tls.serving_key),
+                     "--trusted-ca-file", str(self.tls.ca_cert), "--client-cert-auth"]
         if _etcd_supports_no_fsync(self.binary):
             args.append("--unsafe-no-fsync")  # test data is throw-away; fsync dominates latency
         self.process = _spawn(args, self.log)
 
     def wait_ready(self, timeout: float = 30) -> None:
-        _wait(lambda: _http_ok(f"{self.endpoint}/health"), timeout, f"etcd on {self.endpoint}", self.log)
+        context = None
+        if self.tls:
+            context = ssl.create_default_context(cafile=str(self.tls.ca_cert))
+            context.load_cert_chain(self.tls.admin_cert, self.tls.admin_key)
+        _wait(lambda: _http_ok(f"{self.endpoint}/health", context), timeout, f"etcd on {self.endpoint}", self.log)
 
 
 def _etcd_supports_no_fsync(binary: Path) -> bool:
