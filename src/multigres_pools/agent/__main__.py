@@ -21,6 +21,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import keys
 
 from .. import cli_help, dataplane, lease, logs, metrics_access
 from ..dataplane.etcd import EtcdTLS
+from ..dataplane.grpc_tls import GrpcTLS
 from ..kubeclient import api_client
 from .context import AgentConfig, Context
 from .core import Agent
@@ -51,6 +52,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--etcd-ca", help="CA bundle for the topology etcd (https endpoints)")
     p.add_argument("--etcd-cert", help="client certificate for the topology etcd")
     p.add_argument("--etcd-key", help="client key for the topology etcd")
+    p.add_argument("--grpc-ca", help="CA bundle that signed multipooler's gRPC certificate (its --grpc-cert); "
+                                     "enables TLS to multipooler")
+    p.add_argument("--grpc-cert", help="client certificate for multipooler's gRPC (its --grpc-ca asks for one)")
+    p.add_argument("--grpc-key", help="client key for --grpc-cert")
     p.add_argument("--rpc-timeout", type=float, default=10.0, help="seconds per multipooler RPC")
     p.add_argument("--kube-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
                    help="seconds per Kubernetes API request of a shard pass (a timed-out pass is retried)")
@@ -187,6 +192,15 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     problem = metrics_access.check_arguments(args, "--http", args.http)
     if problem:
         p.error(problem)
+    for flag in ("grpc_ca", "grpc_cert", "grpc_key", "etcd_ca", "etcd_cert", "etcd_key"):
+        path = getattr(args, flag)
+        if path and not os.path.isfile(path):
+            p.error(f"--{flag.replace('_', '-')}: {path} is not a readable file")
+    try:
+        grpc_tls = GrpcTLS(args.grpc_ca, args.grpc_cert, args.grpc_key) if (
+            args.grpc_ca or args.grpc_cert or args.grpc_key) else None
+    except ValueError as exc:
+        p.error(str(exc))
     timing = lease.timing_from(args, p)
     api = api_client(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
@@ -198,7 +212,8 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     version = default_version(args)
 
     def plane_factory(declared: keys.MultigresVersion) -> dataplane.DataPlane:
-        return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout, dial_host=dial_host)
+        return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout, dial_host=dial_host,
+                                     grpc_tls=grpc_tls)
 
     # A given adapter (tests, the local stack's era-A doubles) serves every shard, whatever it declares.
     pinned = overrides.pop("dataplane", None)
