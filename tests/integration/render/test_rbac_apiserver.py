@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from ansible_collections.multigres.pools.plugins.module_utils import bundle, facts, keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, KubeError, connect
 from kubernetes import client as k8s
@@ -36,8 +35,6 @@ from tests.integration.reconcile.rig import Rig, spec
 pytestmark = pytest.mark.cluster
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "install.md"
-RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
-              "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 Triple = tuple[str, str, str]  # (API group, resource, verb)
 
 
@@ -61,43 +58,17 @@ class Installed:
         return k8s.ApiClient(mine)
 
 
-def _ensure_namespace(admin: KubeClient, name: str) -> bool:
-    """Make `name` unless it exists (waiting out an earlier test's deletion); True when made here."""
-    def settled() -> dict[str, Any] | bool:
-        live = admin.get("v1", "Namespace", None, name)
-        return live is None or not facts.is_terminating(live)
-    eventually(settled, 120, f"namespace {name} to finish terminating")
-    if admin.get("v1", "Namespace", None, name) is not None:
-        return False
-    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, field_manager="test")
-    return True
-
-
 @pytest.fixture(params=[False, True], ids=["namespaced", "cluster-wide"])
 def installed(request, kube, namespace) -> Iterator[Installed]:  # type: ignore[no-untyped-def]
     """The bundle's RBAC, ServiceAccounts and admission policy for `namespace` (or cluster-wide)."""
     admin = connect(str(kube.kubeconfig))
     install_crd(admin)
-    made_ns = _ensure_namespace(admin, keys.INSTALL_NAMESPACE)
-    docs = [yaml.safe_load(text) for text in
-            bundle.files(namespaces=(namespace,), cluster_wide=request.param).values()]
-    docs = [d for d in docs if d.get("kind") in RBAC_KINDS]
-    for doc in docs:
-        admin.apply(doc, "test")
-    try:
-        accounts = (bundle.OPERATOR, bundle.AGENT)
-        done = Installed(admin, namespace, request.param, {a: service_accounts.token(admin, a) for a in accounts})
-        for account in accounts:  # the authorizer's caches fill in the background
+    with service_accounts.installed_rbac(admin, namespace, cluster_wide=request.param) as tokens:
+        done = Installed(admin, namespace, request.param, tokens)
+        for account in service_accounts.ACCOUNTS:  # the authorizer's caches fill in the background
             want = _documented(account, {bundle.WATCHED})
             eventually(lambda a=account, w=want: w <= _rules(done.client(a), namespace), 60, f"{account}'s Roles")
         yield done
-    finally:
-        for doc in reversed(docs):  # the watched namespace's Roles go with the namespace fixture
-            md = doc["metadata"]
-            if md.get("namespace") != namespace:
-                admin.delete(doc["apiVersion"], doc["kind"], md.get("namespace"), md["name"])
-        if made_ns:
-            admin.delete("v1", "Namespace", None, keys.INSTALL_NAMESPACE)
 
 
 # --- what each ServiceAccount may do ----------------------------------------------------------------
@@ -137,7 +108,7 @@ def test_each_service_account_may_do_exactly_what_install_md_documents(installed
     assert baseline and not any(resource in ("pods", "secrets") for _, resource, _ in baseline)
 
     other = f"t-other-{uuid.uuid4().hex[:6]}"
-    _ensure_namespace(admin, other)
+    service_accounts.ensure_namespace(admin, other)
     try:
         for account in (bundle.OPERATOR, bundle.AGENT):
             client = installed.client(account)
