@@ -97,10 +97,11 @@ def prune(live: Manifest, reason: str) -> Action:
                   None, md.get("uid"), md.get("resourceVersion"))
 
 
-def generate_tls(gen: GeneratedTLS, owner: Manifest | None, reason: str) -> Action:
-    """The key material is made by the apply step; the action carries only names."""
+def generate_tls(gen: GeneratedTLS, owner: Manifest | None, reason: str, step: str = "issue") -> Action:
+    """The key material is made by the apply step; the action carries only names and the
+    tls_policy step (issue, stage-ca or promote-ca)."""
     return Action(Verb.GENERATE_TLS, "Secret", gen.tls_secret, reason, Phase.INFRA,
-                  body={"tls": gen, "ownerReferences": [owner] if owner else []})
+                  body={"tls": gen, "step": step, "ownerReferences": [owner] if owner else []})
 
 
 def generate_password(gen: GeneratedPassword, owner: Manifest | None, reason: str) -> Action:

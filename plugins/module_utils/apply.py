@@ -113,25 +113,37 @@ class Applier:
         return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque", "data": data}
 
     def _generate_tls(self, action: Action) -> tuple[str, str, Manifest | None]:
-        """Key material is made here and goes straight into Secrets; nothing of it is returned."""
+        """Key material is made here and goes straight into Secrets; nothing of it is returned. The
+        CA Secret is re-read and patched with its resourceVersion: a concurrent change is a 409."""
         # Imported here: cryptography costs more to import than a whole no-op pass takes.
         from . import tls
+        from .tls_policy import Step
         body = action.body or {}
         gen: GeneratedTLS = body["tls"]
         owners = body.get("ownerReferences") or []
-        now = dt.datetime.now(dt.UTC)
+        now = facts.parse_time(self.stamp) or dt.datetime.now(dt.UTC)  # the pass's clock
         ca = self.client.get("v1", "Secret", self.namespace, gen.ca_secret)
+        try:
+            renewal = tls.renew(Step(body.get("step") or Step.ISSUE), (ca.get("data") or {}) if ca else None,
+                                gen.common_name, gen.dns_names, now)
+        except ValueError as exc:
+            return "failed", (f"Secret {gen.ca_secret}: {exc}; delete it to have a new CA generated, or switch "
+                              "pgbackrestTLS.mode to 'secret'"), None
         if ca is None:
-            ca_data = tls.new_ca(gen.common_name, now)
-            ca = self.client.create(self._secret(gen.ca_secret, ca_data, gen, owners),
+            kept = {k: v for k, v in (renewal.ca_data or {}).items() if v is not None}
+            notes = {k: v for k, v in renewal.ca_annotations.items() if v is not None}
+            ca = self.client.create(self._secret(gen.ca_secret, kept, gen, owners, notes),
                                     field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
-        else:
-            ca_data = ca.get("data") or {}
-            if not {tls.CA_CERT_KEY, tls.CA_KEY_KEY} <= ca_data.keys():
-                return "failed", (f"Secret {gen.ca_secret} lacks {tls.CA_CERT_KEY}/{tls.CA_KEY_KEY}; delete it to "
-                                  "have a new CA generated, or switch pgbackrestTLS.mode to 'secret'"), None
-        leaf = tls.issue(ca_data, gen.common_name, gen.dns_names, now)
-        secret = self._secret(gen.tls_secret, leaf, gen, owners, {keys.ANN_TLS_FINGERPRINT: gen.fingerprint})
+        elif renewal.ca_data is not None or any(facts.annotations(ca).get(k) != v
+                                                for k, v in renewal.ca_annotations.items()):
+            patch: Manifest = {"metadata": {"resourceVersion": facts.meta(ca).get("resourceVersion"),
+                                            "annotations": renewal.ca_annotations}}
+            if renewal.ca_data is not None:
+                patch["data"] = renewal.ca_data
+            ca = self.client.merge_patch("v1", "Secret", self.namespace, gen.ca_secret, patch,
+                                         field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
+        secret = self._secret(gen.tls_secret, renewal.leaf_data, gen, owners,
+                              {keys.ANN_TLS_FINGERPRINT: gen.fingerprint, **renewal.leaf_annotations})
         leaf_after = self.client.apply(secret, keys.FIELD_MANAGER, dry_run=self.dry_run)
         return "done", "", secrets_metadata(ca, leaf_after)
 

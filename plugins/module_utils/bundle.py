@@ -31,7 +31,7 @@ DEFAULT_IMAGE = "ghcr.io/multigres/pools:0.1.0"
 DEFAULT_WATCH_NAMESPACES = ("default",)
 _UID = 65532  # a fixed non-root uid, so runAsNonRoot is verifiable whatever the image's USER
 # Where a grant applies, as docs/install.md's table says it.
-WATCHED, INSTALL = "watched namespaces", "install namespace"
+WATCHED, INSTALL, CLUSTER = "watched namespaces", "install namespace", "cluster (no namespace)"
 
 
 def service_account(name: str) -> str:
@@ -74,9 +74,10 @@ OPERATOR_GRANTS = (
     Grant("The pgBackRest Certificate when backup.pgbackrestTLS.mode is certManager (unused otherwise).",
           ("cert-manager.io",), ("certificates",), _CHILD_VERBS),
     Grant("pgbackrestTLS.mode auto: list and watch (metadata only, the operator's cache) find the shard's "
-          "generated TLS Secrets, create makes the CA Secret once, patch (re-)issues the certificate Secret, get "
-          "reads the CA key to sign it. The engine never reports Secret data and never deletes a Secret: the "
-          "generated ones are owned by the shard, and the garbage collector removes them with it.",
+          "generated TLS Secrets, create makes the CA Secret once, patch (re-)issues the certificate Secret and "
+          "rotates the CA before expiry, get reads the CA key to sign it. The engine never reports Secret data "
+          "and never deletes a Secret: the generated ones are owned by the shard, and the garbage collector "
+          "removes them with it.",
           ("",), ("secrets",), ("get", "list", "watch", "create", "patch")),
     # No delete on Secrets: reconcile.decide does not list them while a shard is deleted.
     Grant("Report what happened (DrainStarted, PodCreated, ...) as Events on the MultigresShard; patch "
@@ -93,6 +94,15 @@ AGENT_GRANTS = (
     Grant("Read each shard's topology address; patch writes the backup-health, topology-health and "
           "topology-cleanup annotations.", _OUR_GROUP, _SHARDS, ("get", "list", "watch", "patch")),
     Grant("Report drain and backup progress as Events.", ("", "events.k8s.io"), ("events",), ("create",)),
+)
+
+# Cluster-scoped by nature (the review APIs have no namespace), so a ClusterRole even in a namespaced install.
+METRICS_AUTH_GRANTS = (
+    Grant("--metrics-auth kubernetes: authenticate the bearer token of a /metrics request (TokenReview).",
+          ("authentication.k8s.io",), ("tokenreviews",), ("create",)),
+    Grant("--metrics-auth kubernetes: ask whether the token's user may get the non-resource URL /metrics "
+          "(SubjectAccessReview). Neither review reads or changes any object.",
+          ("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),
 )
 
 LEASE_GRANT = Grant(
@@ -140,6 +150,25 @@ def _probe(path: str) -> Manifest:
     return {"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10}
 
 
+def _serving_args(command: str) -> tuple[str, ...]:
+    """The pod's address, because the kubelet probes it and Prometheus scrapes it; /metrics only for
+    tokens allowed to read it (metrics_access.py)."""
+    flag = "--health-addr" if command == "operator" else "--http"
+    return (f"{flag}=0.0.0.0:{layout.INSTALL_HTTP}", "--metrics-auth=kubernetes")
+
+
+def metrics_rbac() -> tuple[str, Manifest, Manifest]:
+    """The token-review ClusterRole (text, commented) and its binding to both ServiceAccounts, and the
+    ClusterRole a scraper is bound to."""
+    role = _rbac_text("ClusterRole", keys.METRICS_AUTH_ROLE, METRICS_AUTH_GRANTS)
+    binding = _binding("ClusterRoleBinding", keys.METRICS_AUTH_ROLE)
+    binding["subjects"] = [{"kind": "ServiceAccount", "name": n, "namespace": NAMESPACE} for n in (OPERATOR, AGENT)]
+    reader = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+              "metadata": {"name": keys.METRICS_READER_ROLE, "labels": _labels(keys.METRICS_READER_ROLE)},
+              "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
+    return role, binding, reader
+
+
 def _deployment(name: str, image: str, command: str, extra_args: tuple[str, ...]) -> Manifest:
     selector = {keys.LABEL_APP_NAME: keys.INSTALL_APP_NAME, keys.LABEL_APP_COMPONENT: name}
     return {
@@ -162,7 +191,7 @@ def _deployment(name: str, image: str, command: str, extra_args: tuple[str, ...]
                         "name": command,
                         "image": image,
                         "command": ["multigres-pools"],
-                        "args": [command, *extra_args],
+                        "args": [command, *_serving_args(command), *extra_args],
                         # The Lease lives in POD_NAMESPACE; POD_NAME is the leader identity.
                         "env": [_env_from_field("POD_NAMESPACE", "metadata.namespace"),
                                 _env_from_field("POD_NAME", "metadata.name")],
@@ -258,6 +287,7 @@ def permissions() -> list[Permission]:
     for account, grants in ((OPERATOR, OPERATOR_GRANTS), (AGENT, AGENT_GRANTS)):
         rows += [Permission(account, WATCHED, grant) for grant in grants]
         rows.append(Permission(account, INSTALL, LEASE_GRANT))
+        rows += [Permission(account, CLUSTER, grant) for grant in METRICS_AUTH_GRANTS]
     return rows
 
 
@@ -343,6 +373,15 @@ def files(image: str = DEFAULT_IMAGE, namespaces: tuple[str, ...] = DEFAULT_WATC
     policy, binding = agent_pod_policy()
     objects["agent-pod-policy.yaml"], objects["agent-pod-policy-binding.yaml"] = policy, binding
     order += ["agent-pod-policy.yaml", "agent-pod-policy-binding.yaml"]
+    auth_role, auth_binding, reader = metrics_rbac()
+    texts["metrics-auth-clusterrole.yaml"] = auth_role
+    objects["metrics-auth-clusterrolebinding.yaml"] = auth_binding
+    head = output.dump({k: v for k, v in reader.items() if k != "rules"})
+    texts["metrics-reader-clusterrole.yaml"] = (
+        f"{head}rules:\n# Bind your scraper to this (monitoring/ binds its own ServiceAccount): /metrics answers only\n"
+        f"# tokens whose user may get it (--metrics-auth kubernetes).\n{output.dump(reader['rules'])}")
+    order += ["metrics-auth-clusterrole.yaml", "metrics-auth-clusterrolebinding.yaml",
+              "metrics-reader-clusterrole.yaml"]
     texts.update({path: output.dump(obj) for path, obj in objects.items()})
     if sorted(order) != sorted(texts):
         raise AssertionError("every bundle file is listed once in the kustomization")

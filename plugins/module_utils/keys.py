@@ -72,6 +72,13 @@ METRICS_PORT_NAME = "metrics"
 LABEL_METRICS = "pools.multigres.com/metrics"
 # The ValidatingAdmissionPolicy (and its binding) that lets the agent change pool pods only.
 AGENT_POD_POLICY = "multigres-pools-agent-pool-pods-only"
+# /metrics behind Kubernetes authentication (src/multigres_pools/metrics_access.py): the ClusterRole
+# that lets the operator and the agent review tokens, the one a scraper needs (get /metrics), and the
+# monitoring bundle's scraper ServiceAccount with its token Secret.
+METRICS_AUTH_ROLE = "multigres-pools-metrics-auth"
+METRICS_READER_ROLE = "multigres-pools-metrics-reader"
+METRICS_SCRAPER = "multigres-pools-metrics-scraper"
+METRICS_SCRAPER_TOKEN = "multigres-pools-metrics-scraper-token"
 
 # --- annotations (contract §3.3) -----------------------------------------------------------------
 ANN_DRAIN_STATE = "drain.multigres.com/state"
@@ -113,6 +120,16 @@ ANN_CONFIG_KEYS = "pools.multigres.com/config-keys"
 
 # On the generated pgBackRest TLS Secret: fingerprint of the names it was issued for.
 ANN_TLS_FINGERPRINT = "pools.multigres.com/tls-fingerprint"
+# On the generated CA and certificate Secrets (tls_policy.py): when the signing CA or the certificate
+# was issued and when it expires (RFC 3339), so the pure planner renews them without reading key
+# material. The CA Secret names its signing CA (ANN_TLS_CA_ID, the CA's subject key identifier) and,
+# while a successor CA is published but not yet signing, since when (ANN_TLS_CA_STAGED_AT); the
+# certificate Secret names the CA that signed it (ANN_TLS_ISSUER).
+ANN_TLS_ISSUED_AT = "pools.multigres.com/tls-issued-at"
+ANN_TLS_NOT_AFTER = "pools.multigres.com/tls-not-after"
+ANN_TLS_CA_ID = "pools.multigres.com/tls-ca-id"
+ANN_TLS_CA_STAGED_AT = "pools.multigres.com/tls-ca-staged-at"
+ANN_TLS_ISSUER = "pools.multigres.com/tls-issuer"
 
 # --- finalizers ----------------------------------------------------------------------------------
 # On pool pods: the agent unregisters the pooler before the pod object may disappear.

@@ -735,6 +735,31 @@ class Condition(BaseModel):
         None, alias="observedGeneration", description="The metadata.generation this condition was computed for.")
 
 
+class PgBackRestTLSStatus(BaseModel):
+    """The generated pgBackRest TLS material (times in RFC 3339, read from the Secrets' annotations)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    certificate_secret: str = Field(alias="certificateSecret", description="The certificate Secret the pods mount.")
+    certificate_issued_at: str = Field(alias="certificateIssuedAt", description="When the certificate was (re)issued.")
+    certificate_not_after: str = Field(alias="certificateNotAfter", description="When the certificate expires.")
+    ca_secret: str = Field(alias="caSecret", description="The CA Secret (trust bundle and signing key).")
+    ca_issued_at: str = Field(alias="caIssuedAt", description="When the signing CA was made.")
+    ca_not_after: str = Field(alias="caNotAfter", description="When the signing CA expires.")
+    next_renewal: str = Field(alias="nextRenewal",
+                              description="When the engine next renews the certificate, rotates or promotes the CA.")
+    ca_promotes_at: str | None = Field(
+        None, alias="caPromotesAt",
+        description="During a CA rotation: the earliest time the successor CA, already trusted, starts signing.")
+    ca_promotion_waits_for: list[str] | None = Field(
+        None, alias="caPromotionWaitsFor",
+        description="Pool pods created before the successor CA was published: their pgBackRest servers load "
+                    "the trust bundle at start, so promotion waits until they are replaced (a rolling update).")
+    ca_promotion_forced_at: str | None = Field(
+        None, alias="caPromotionForcedAt",
+        description="When promotion happens even if caPromotionWaitsFor still lists pods.")
+
+
 class MultigresShardStatus(BaseModel):
     """What the engine and the agent report; unknown fields are kept so either can grow it."""
 
@@ -764,6 +789,10 @@ class MultigresShardStatus(BaseModel):
         None, alias="lastBackupTime", description="When the newest complete backup finished (agent's check).")
     last_backup_type: str | None = Field(
         None, alias="lastBackupType", description="pgBackRest type of that backup (full, diff or incr).")
+    pgbackrest_tls: PgBackRestTLSStatus | None = Field(
+        None, alias="pgbackrestTLS",
+        description="pgbackrestTLS.mode auto: the generated certificate and CA, when they expire and when the "
+                    "engine renews them next (docs/operations.md, \"Certificate renewal\").")
 
 
 class SpecError(ValueError):

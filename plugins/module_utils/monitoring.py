@@ -141,8 +141,11 @@ def service_monitor() -> Manifest:
             "selector": {"matchLabels": {keys.LABEL_METRICS: "true"}},
             "namespaceSelector": {"matchNames": [keys.INSTALL_NAMESPACE]},
             # honorLabels: the per-shard `namespace` label is the shard's, not the scraped pod's.
+            # The token of the scraper ServiceAccount below: /metrics needs one allowed `get /metrics`.
             "endpoints": [{"port": keys.METRICS_PORT_NAME, "path": "/metrics", "interval": "30s",
-                           "honorLabels": True}],
+                           "honorLabels": True,
+                           "authorization": {"type": "Bearer", "credentials": {
+                               "name": keys.METRICS_SCRAPER_TOKEN, "key": "token"}}}],
         },
     }
 
@@ -152,9 +155,30 @@ def prometheus_rule() -> Manifest:
             "spec": rule_groups()}
 
 
+def scraper() -> dict[str, Manifest]:
+    """A ServiceAccount bound to the base bundle's metrics-reader ClusterRole, and its token Secret
+    (filled in by the token controller) that the ServiceMonitor sends: Prometheus needs no RBAC of its own."""
+    sa_meta = {**_meta("monitoring"), "name": keys.METRICS_SCRAPER}
+    return {
+        "scraper-serviceaccount.yaml": {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": sa_meta},
+        "scraper-token.yaml": {
+            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+            "metadata": {**_meta("monitoring"), "name": keys.METRICS_SCRAPER_TOKEN,
+                         "annotations": {"kubernetes.io/service-account.name": keys.METRICS_SCRAPER}}},
+        "scraper-clusterrolebinding.yaml": {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": keys.METRICS_SCRAPER, "labels": _meta("monitoring")["labels"]},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": keys.METRICS_READER_ROLE},
+            "subjects": [{"kind": "ServiceAccount", "name": keys.METRICS_SCRAPER,
+                          "namespace": keys.INSTALL_NAMESPACE}]},
+    }
+
+
 def files() -> dict[str, str]:
-    """{path under the bundle: text}; the kustomization lists the two Prometheus Operator objects."""
-    objects = {"servicemonitor.yaml": service_monitor(), "prometheusrule.yaml": prometheus_rule()}
+    """{path under the bundle: text}; the kustomization lists the scraper's identity and the two
+    Prometheus Operator objects."""
+    objects = {**scraper(), "servicemonitor.yaml": service_monitor(), "prometheusrule.yaml": prometheus_rule()}
     texts = {f"monitoring/{name}": output.dump(obj) for name, obj in objects.items()}
     texts["monitoring/prometheus-rules.yaml"] = output.dump(rule_groups())
     texts["monitoring/kustomization.yaml"] = output.dump(output.kustomization(list(objects)))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import actions, compare, facts, keys, labels
+from . import actions, compare, facts, keys, labels, tls_policy
 from .actions import Action, Phase
 from .desired import Desired, PVCPolicy
 from .observe import INFRA_KINDS
@@ -77,20 +77,20 @@ def _without_owner(obj: Manifest) -> Manifest:
 
 def plan_generated_tls(ctx: Context) -> list[Action]:
     """`pgbackrestTLS.mode: auto`: the pods mount Secrets nobody else creates (seed 000 "pgBackRest
-    TLS certificates: auto-generated"). Only Secret metadata is observed, never key material."""
+    TLS certificates: auto-generated"), issued, renewed and rotated per tls_policy. Only Secret
+    metadata is observed, never key material. A renewal is also an Event on the shard."""
     gen = ctx.desired.generated_tls
     if gen is None:
         return []
     ca, leaf = ctx.observed.find("Secret", gen.ca_secret), ctx.observed.find("Secret", gen.tls_secret)
-    if ca is not None and leaf is not None and facts.annotations(leaf).get(keys.ANN_TLS_FINGERPRINT) == gen.fingerprint:
+    decision = tls_policy.decide(gen, ca, leaf, ctx.now, ctx.observed.pods)
+    if decision is None:
         return []
-    if ca is None:
-        reason = f"create pgBackRest CA Secret {gen.ca_secret} and certificate Secret {gen.tls_secret} (mode auto)"
-    elif leaf is None:
-        reason = f"issue pgBackRest certificate Secret {gen.tls_secret} from CA {gen.ca_secret} (mode auto)"
-    else:
-        reason = f"re-issue pgBackRest certificate Secret {gen.tls_secret}: the pool pods' names changed"
-    return [actions.generate_tls(gen, ctx.owner, reason)]
+    out = [actions.generate_tls(gen, ctx.owner, decision.reason, decision.step)]
+    if decision.renewal and ctx.observed.cr is not None:
+        reason = "CARotation" if decision.step is not tls_policy.Step.ISSUE else "CertificateRenewed"
+        out.append(ctx.event(ctx.observed.cr, "Normal", reason, decision.reason))
+    return out
 
 
 def plan_generated_password(ctx: Context) -> list[Action]:

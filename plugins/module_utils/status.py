@@ -18,7 +18,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from . import drain_annotations, facts, keys, stalls
+from . import drain_annotations, facts, keys, stalls, tls_policy
 from .actions import Action, event
 from .desired import Desired
 from .observe import Observed
@@ -175,9 +175,20 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         "conditions": conditions,
         **backup_fields,
     }
+    tls = _tls_status(desired, observed)
+    if tls:
+        status["pgbackrestTLS"] = tls
     if generation is not None:
         status["observedGeneration"] = generation
     return carry_transition_times(status, (observed.cr or {}).get("status") or {}, stamp)
+
+
+def _tls_status(desired: Desired, observed: Observed) -> Manifest | None:
+    gen = desired.generated_tls
+    if gen is None:
+        return None
+    return tls_policy.status(gen, observed.find("Secret", gen.ca_secret), observed.find("Secret", gen.tls_secret),
+                             observed.pods)
 
 
 def carry_transition_times(status: Manifest, previous: Manifest, stamp: str) -> Manifest:

@@ -6,7 +6,8 @@ and PVCs of a new shard are created in one pass; the primary is updated last in 
 every scale-down walks requested -> draining -> acknowledged -> ready-for-deletion before its pod is
 deleted, and the primary's synchronous standby list loses the standby before the pod goes; killing
 the operator and the agent in the middle of a drain loses nothing; a reconcile with no change
-writes nothing.
+writes nothing; deleting the shard completes. The operator and the agent run as the install bundle's
+ServiceAccounts with its RBAC, not as admin.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
 
 from multigres_pools.operator.runner import PlaybookRunner
 from multigres_pools.playground import demo
 from multigres_pools.playground.localstack import LocalStack, PodEvent, PodTimeline, wait_for
+from tests.helpers import service_accounts
 
 DRAIN_WALK = [s.value for s in keys.DRAIN_ORDER]
 
@@ -57,14 +60,23 @@ class MidDrainKiller:
 
 @pytest.fixture
 def stack(kube, topo_etcd, namespace, tmp_path: Path):  # type: ignore[no-untyped-def]
-    s = LocalStack(kube.kubeconfig, topo_etcd.endpoint, namespace, tmp_path / "stack",
-                   topo_root=f"/e2e/{namespace}")
-    s.start()
-    try:
-        wait_for(s.operator_ready, 120, "the operator to become ready")
-        yield s
-    finally:
-        s.stop()
+    """The operator and the agent run as the install bundle's ServiceAccounts (token kubeconfigs),
+    with exactly the bundle's RBAC for `namespace`; admin only prepares and plays the nodes."""
+    admin = connect(str(kube.kubeconfig))
+    (tmp_path / "stack").mkdir()
+    with service_accounts.installed_rbac(admin, namespace) as tokens:
+        as_sa = {a: service_accounts.kubeconfig(kube.kubeconfig, t, tmp_path / "stack" / f"{a}.kubeconfig")
+                 for a, t in tokens.items()}
+        s = LocalStack(kube.kubeconfig, topo_etcd.endpoint, namespace, tmp_path / "stack",
+                       topo_root=f"/e2e/{namespace}", operator_kubeconfig=as_sa[bundle.OPERATOR],
+                       agent_kubeconfig=as_sa[bundle.AGENT], lease_namespace=keys.INSTALL_NAMESPACE)
+        s.start()
+        try:
+            wait_for(s.operator_ready, 120, "the operator to become ready")
+            yield s
+        finally:
+            s.stop()
+            admin.close()
 
 
 def test_story(stack: LocalStack, topo_etcd, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -136,10 +148,15 @@ def test_story(stack: LocalStack, topo_etcd, tmp_path: Path) -> None:  # type: i
         assert len(kept) == 2, [p["metadata"]["name"] for p in kept]
 
         # 5. A reconcile with no change writes nothing (the same playbook the operator runs).
-        report = PlaybookRunner(root=tmp_path / "noop", envvars={"KUBECONFIG": str(stack.kubeconfig)}).run(ns, name)
+        as_operator = str(stack.operator_kubeconfig or stack.kubeconfig)
+        report = PlaybookRunner(root=tmp_path / "noop", envvars={"KUBECONFIG": as_operator}).run(ns, name)
         res = report.module_result or {}
         assert report.status == "successful" and not res.get("failed"), res
         assert res.get("changed") is False and not res.get("actions"), res
         assert res.get("writes") == 0, res
+
+        # 6. Delete: the finalizer is released and every owned object goes, under the shipped RBAC.
+        assert story.delete().ok, stack.operator.tail()
+        wait_for(lambda: not stack.pods(), 120, "the shard's pods to be gone")
     finally:
         timeline.stop()

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, load_credentials
 
-from .. import cli_help, dataplane, lease, logs
+from .. import cli_help, dataplane, lease, logs, metrics_access
 from ..dataplane.etcd import EtcdTLS
+from ..dataplane.grpc_tls import GrpcTLS
 from .context import AgentConfig, Context
 from .core import Agent
 from .kube import DEFAULT_REQUEST_TIMEOUT_S, Kube
@@ -51,10 +52,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--etcd-ca", help="CA bundle for the topology etcd (https endpoints)")
     p.add_argument("--etcd-cert", help="client certificate for the topology etcd")
     p.add_argument("--etcd-key", help="client key for the topology etcd")
+    p.add_argument("--grpc-ca", help="CA bundle that signed multipooler's gRPC certificate (its --grpc-cert); "
+                                     "enables TLS to multipooler")
+    p.add_argument("--grpc-cert", help="client certificate for multipooler's gRPC (its --grpc-ca asks for one)")
+    p.add_argument("--grpc-key", help="client key for --grpc-cert")
     p.add_argument("--rpc-timeout", type=float, default=10.0, help="seconds per multipooler RPC")
     p.add_argument("--kube-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
                    help="seconds per Kubernetes API request of a shard pass (a timed-out pass is retried)")
-    p.add_argument("--http", default="0.0.0.0:8080", help="host:port of /healthz, /readyz and /metrics")
+    p.add_argument("--http", default=metrics_access.DEFAULT_ADDR,
+                   help="host:port of /healthz, /readyz and /metrics (the bundle binds 0.0.0.0 for the kubelet)")
+    metrics_access.add_arguments(p)
     p.add_argument("--poll-interval", type=float, default=5.0, help="seconds between periodic shard passes")
     p.add_argument("--stall-after", type=float, default=300.0, help="seconds before a blocked drain is DrainStalled")
     p.add_argument("--topology-stall-after", type=float, default=60.0,
@@ -125,8 +132,9 @@ class Runtime:
         else:
             self.elector = self._elector()
             self.elector.start()
-        host, _, port = self.args.http.rpartition(":")
-        server = serve(host or "0.0.0.0", int(port), self.agent.ctx.metrics.registry, self.healthy, self.ready)
+        host, port = metrics_access.split_addr(self.args.http, "--http")
+        gate, tls = metrics_access.build(self.args, self.args.http, lambda: KubeClient(self.creds))
+        server = serve(host, port, self.agent.ctx.metrics.registry, self.healthy, self.ready, gate, tls)
         # A standby does nothing but take part in the election: no watch, no periodic pass.
         while self.elector is not None and not self.stop_flag.is_set():
             if self.elector.wait_leading(timeout=0.5):
@@ -187,6 +195,18 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
         value = getattr(args, flag)
         if not 0 <= value < float("inf"):
             p.error(f"--{flag.replace('_', '-')}: {value} is not a number of seconds, 0 or more")
+    problem = metrics_access.check_arguments(args, "--http", args.http)
+    if problem:
+        p.error(problem)
+    for flag in ("grpc_ca", "grpc_cert", "grpc_key", "etcd_ca", "etcd_cert", "etcd_key"):
+        path = getattr(args, flag)
+        if path and not os.path.isfile(path):
+            p.error(f"--{flag.replace('_', '-')}: {path} is not a readable file")
+    try:
+        grpc_tls = GrpcTLS(args.grpc_ca, args.grpc_cert, args.grpc_key) if (
+            args.grpc_ca or args.grpc_cert or args.grpc_key) else None
+    except ValueError as exc:
+        p.error(str(exc))
     timing = lease.timing_from(args, p)
     creds = load_credentials(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
@@ -199,7 +219,8 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     version = default_version(args)
 
     def plane_factory(declared: keys.MultigresVersion) -> dataplane.DataPlane:
-        return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout, dial_host=dial_host)
+        return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout, dial_host=dial_host,
+                                     grpc_tls=grpc_tls)
 
     # A given adapter (tests, the local stack's era-A doubles) serves every shard, whatever it declares.
     pinned = overrides.pop("dataplane", None)

@@ -12,6 +12,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import keys
 
 from .base import DataPlane
 from .etcd import EtcdTLS
+from .grpc_tls import GrpcTLS
 
 ERAS = ("a", "v0.1")
 _ERA_VERSION = {"a": keys.MultigresVersion.ERA_A, "v0.1": keys.MultigresVersion.V0_1_0}
@@ -19,7 +20,7 @@ _ERA_VERSION = {"a": keys.MultigresVersion.ERA_A, "v0.1": keys.MultigresVersion.
 
 def for_version(version: str | keys.MultigresVersion = keys.DEFAULT_MULTIGRES_VERSION,
                 etcd_tls: EtcdTLS | None = None, rpc_timeout: float = 10.0,
-                dial_host: Callable[[str], str] | None = None) -> DataPlane:
+                dial_host: Callable[[str], str] | None = None, grpc_tls: GrpcTLS | None = None) -> DataPlane:
     """The adapter for a declared Multigres version; ValueError names the known ones."""
     try:
         declared = keys.MultigresVersion(version)
@@ -29,10 +30,10 @@ def for_version(version: str | keys.MultigresVersion = keys.DEFAULT_MULTIGRES_VE
     if declared is keys.MultigresVersion.ERA_A:
         from .era_a import EraA
 
-        return EraA(etcd_tls=etcd_tls, rpc_timeout=rpc_timeout, dial_host=dial_host)
+        return EraA(etcd_tls=etcd_tls, rpc_timeout=rpc_timeout, dial_host=dial_host, grpc_tls=grpc_tls)
     from .v0_1 import V0_1
 
-    return V0_1(etcd_tls=etcd_tls, rpc_timeout=rpc_timeout, dial_host=dial_host)
+    return V0_1(etcd_tls=etcd_tls, rpc_timeout=rpc_timeout, dial_host=dial_host, grpc_tls=grpc_tls)
 
 
 def make(era: str = "a", etcd_tls: EtcdTLS | None = None, rpc_timeout: float = 10.0,

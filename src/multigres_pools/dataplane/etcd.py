@@ -38,12 +38,24 @@ def _b64(data: str | bytes) -> str:
     return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
 
 
-def parse_address(address: str) -> tuple[str, str, int]:
-    """'host:port', 'http://host:port' or 'https://host:port' -> (protocol, host, port)."""
+def parse_address(address: str, default_scheme: str = "http") -> tuple[str, str, int]:
+    """'host:port', 'http://host:port' or 'https://host:port' -> (protocol, host, port); a bare
+    host:port takes `default_scheme`."""
     if "://" not in address:
-        address = "http://" + address
+        address = f"{default_scheme}://{address}"
     parts = urlsplit(address)
     return parts.scheme or "http", parts.hostname or "localhost", parts.port or 2379
+
+
+def _describe(exc: BaseException) -> str:
+    """The first non-empty message along the chain: etcd3gw re-raises a failed TLS handshake as a
+    ConnectionFailedError with no text of its own."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if str(seen):
+            return f"{type(seen).__name__}: {seen}" if seen is not exc else str(seen)
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
 
 
 class Etcd:
@@ -69,7 +81,9 @@ class Etcd:
 
     def _client_for(self, endpoint: str):
         if endpoint not in self._clients:
-            protocol, host, port = parse_address(endpoint)
+            # Multigres writes bare host:port addresses and turns TLS on with its --topo-etcd-tls-* flags:
+            # with our TLS flags, a bare address is https too.
+            protocol, host, port = parse_address(endpoint, "https" if self._tls else "http")
             session = requests.Session()
             session.trust_env = False
             if self._tls and self._tls.ca_file:
@@ -90,7 +104,7 @@ class Etcd:
             try:
                 result = getattr(self._client_for(endpoint), method)(*args, **kwargs)
             except _UNREACHABLE as exc:
-                failures.append(f"{endpoint}: {exc}")
+                failures.append(f"{endpoint}: {_describe(exc)}")
                 continue
             except (etcd_exc.Etcd3Exception, requests.RequestException, OSError) as exc:
                 raise TopologyUnavailable(f"etcd {endpoint}: {exc}") from exc

@@ -31,6 +31,7 @@ from .base import (
     VersionMismatch,
 )
 from .etcd import DEFAULT_TIMEOUT_S, Etcd, EtcdPool, EtcdTLS, parse_address
+from .grpc_tls import GrpcTLS, open_channel
 
 _POLICY = re.compile(model.DURABILITY_POLICY_PATTERN)
 
@@ -62,8 +63,10 @@ class EtcdTopologyPlane(DataPlane):
     """The etcd half of a DataPlane plus a channel cache; subclasses add the pooler RPCs."""
 
     def __init__(self, etcd_tls: EtcdTLS | None = None, etcd_timeout: float = DEFAULT_TIMEOUT_S,
-                 rpc_timeout: float = 10.0, dial_host: Callable[[str], str] | None = None) -> None:
+                 rpc_timeout: float = 10.0, dial_host: Callable[[str], str] | None = None,
+                 grpc_tls: GrpcTLS | None = None) -> None:
         self._etcd = EtcdPool(etcd_tls, etcd_timeout)
+        self._grpc_tls = grpc_tls
         # Maps a record's hostname to the host to dial; identity in a cluster (DNS resolves it).
         self._dial_host = dial_host or (lambda hostname: hostname)
         self._rpc_timeout = rpc_timeout
@@ -98,7 +101,9 @@ class EtcdTopologyPlane(DataPlane):
         provisioner writes `localhost:2379`, which is the pod's view, not ours)."""
         scheme, host, port = parse_address(address)
         mapped = self._dial_host(host)
-        return address if mapped == host else f"{scheme}://{mapped}:{port}"
+        if mapped == host:
+            return address
+        return f"{scheme}://{mapped}:{port}" if "://" in address else f"{mapped}:{port}"  # bare stays bare (TLS)
 
     def list_poolers(self, topo: ShardTopology) -> list[Pooler]:
         seen: dict[str, Pooler] = {}
@@ -171,7 +176,7 @@ class EtcdTopologyPlane(DataPlane):
         with self._lock:
             channel = self._channels.get(target)
             if channel is None:
-                channel = self._channels[target] = grpc.insecure_channel(target)
+                channel = self._channels[target] = open_channel(target, pooler.hostname, self._grpc_tls)
         return channel
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from .. import cli_help, lease, logs
+from .. import cli_help, lease, logs, metrics_access
 from . import cpu
 from .metrics import Metrics
 
@@ -72,8 +72,9 @@ def parser() -> argparse.ArgumentParser:
                         f"${keys.ENV_AGENT_STALL_AFTER}, else 300)")
     p.add_argument("--shutdown-grace", type=float, default=20.0,
                    help="seconds running reconciles may finish at shutdown before being cancelled")
-    p.add_argument("--health-addr", default=env("HEALTH_ADDR", "0.0.0.0:8080"),
-                   help="host:port serving /healthz, /readyz and /metrics")
+    p.add_argument("--health-addr", default=env("HEALTH_ADDR", metrics_access.DEFAULT_ADDR),
+                   help="host:port serving /healthz, /readyz and /metrics (the bundle binds 0.0.0.0 for the kubelet)")
+    metrics_access.add_arguments(p)
     p.add_argument("--no-leader-elect", dest="leader_elect", action="store_false",
                    help="act without holding the Lease (only for a single local instance)")
     lease.add_arguments(p, keys.OPERATOR_LEASE_NAME, env("POD_NAMESPACE"),
@@ -138,6 +139,10 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
             return 2
         # The in-process decisions and the playbook runs read the same threshold (stalls.py).
         os.environ[keys.ENV_AGENT_STALL_AFTER] = str(args.agent_stall_after)
+    problem = metrics_access.check_arguments(args, "--health-addr", args.health_addr)
+    if problem:
+        log.error("%s", problem)
+        return 2
     creds = load_credentials(args.kubeconfig)
     metrics = Metrics()
     concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
@@ -197,8 +202,9 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
     def ready() -> bool:
         return synced.is_set() and (elector is None or elector.is_leader())
 
-    host, _, port = args.health_addr.rpartition(":")
-    web = await health.serve(health.make_app(ready, metrics.registry), host or "0.0.0.0", int(port))
+    host, port = metrics_access.split_addr(args.health_addr, "--health-addr")
+    gate, tls = metrics_access.build(args, args.health_addr, lambda: KubeClient(creds))
+    web = await health.serve(health.make_app(ready, metrics.registry, gate, tls), host, port, tls)
     aio = AsyncKube(creds)
     try:
         if elector is not None:

@@ -48,7 +48,8 @@ free_port = ports.free_port  # where tests and the playground have always import
 class Etcd:
     """One etcd member on loopback; `endpoint` is its client URL. Ports left at 0 are picked, and
     picked again if its first start finds one taken; given ports, and the ports of an etcd that has
-    served once (a restart on the same data), are kept."""
+    served once (a restart on the same data), are kept. With `tls`, clients speak HTTPS and must
+    present a certificate of its CA (the admin one does); peers stay on loopback HTTP."""
 
     binary: Path
     data_dir: Path
@@ -56,6 +57,7 @@ class Etcd:
     port: int = 0
     peer_port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    tls: pki.Pki | None = None
     _picked: bool = field(default=False, init=False, repr=False)
     _offset: int = field(default=0, init=False, repr=False)
 
@@ -68,7 +70,7 @@ class Etcd:
 
     @property
     def endpoint(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def start(self) -> None:
         peer = f"http://127.0.0.1:{self.peer_port}"
@@ -76,6 +78,9 @@ class Etcd:
                 "--listen-client-urls", self.endpoint, "--advertise-client-urls", self.endpoint,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                 "--initial-cluster", f"default={peer}", "--log-level", "warn"]
+        if self.tls:
+            args += ["--cert-file", str(self.tls.serving_cert), "--key-file", str(self.tls.serving_key),
+                     "--trusted-ca-file", str(self.tls.ca_cert), "--client-cert-auth"]
         if _etcd_supports_no_fsync(self.binary):
             args.append("--unsafe-no-fsync")  # test data is throw-away; fsync dominates latency
         self._offset = ports.log_size(self.log)
@@ -83,6 +88,11 @@ class Etcd:
 
     def wait_ready(self, timeout: float = 30) -> None:
         """Until /health answers; a start that hit a taken port is repeated on new ports (if picked)."""
+        context = None
+        if self.tls:
+            context = ssl.create_default_context(cafile=str(self.tls.ca_cert))
+            context.load_cert_chain(self.tls.admin_cert, self.tls.admin_key)
+
         def attempt(n: int) -> None:
             if n:
                 if not self._picked:
@@ -92,7 +102,7 @@ class Etcd:
                 self.port, self.peer_port = ports.free_ports(2)
                 self.start()
             assert self.process is not None, "start() first"
-            ports.wait_bound(self.process, lambda: _http_ok(f"{self.endpoint}/health"), timeout,
+            ports.wait_bound(self.process, lambda: _http_ok(f"{self.endpoint}/health", context), timeout,
                              f"etcd on {self.endpoint}", self.log, self._offset)
 
         ports.start_with_retries(attempt, "etcd")

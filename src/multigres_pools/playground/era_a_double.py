@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from concurrent import futures
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 from ansible_collections.multigres.pools.plugins.module_utils import naming
@@ -204,10 +205,19 @@ class MultipoolerPeer:
         self.port = 0
 
     # --- lifecycle -----------------------------------------------------------------------------------
-    def start(self) -> MultipoolerPeer:
+    def start(self, tls: tuple[Path, Path, Path | None] | None = None) -> MultipoolerPeer:
+        """Serve on a free loopback port; `tls` = (certificate, key, client CA or None) serves TLS the
+        way multipooler's --grpc-cert/--grpc-key/--grpc-ca do (a client CA: client certificates required)."""
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         mps.add_MultiPoolerManagerServicer_to_server(_Servicer(self), server)
-        self.port = server.add_insecure_port("127.0.0.1:0")
+        if tls is None:
+            self.port = server.add_insecure_port("127.0.0.1:0")
+        else:
+            cert, key, client_ca = tls
+            credentials = grpc.ssl_server_credentials(
+                [(key.read_bytes(), cert.read_bytes())], client_ca.read_bytes() if client_ca else None,
+                require_client_auth=client_ca is not None)
+            self.port = server.add_secure_port("127.0.0.1:0", credentials)
         server.start()
         self._server = server
         return self

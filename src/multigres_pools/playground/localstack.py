@@ -383,6 +383,11 @@ class LocalStack:
     workdir: Path
     topo_root: str = "/multigres/global"
     operator_args: list[str] = field(default_factory=list)
+    # The identities the two programs run as (e.g. token kubeconfigs of the bundle's ServiceAccounts)
+    # and where the operator's Lease lives; default: `kubeconfig` and `namespace`.
+    operator_kubeconfig: Path | None = None
+    agent_kubeconfig: Path | None = None
+    lease_namespace: str | None = None
     operator: Process | None = None
     agent: Process | None = None
     nodes: SimulatedNodes | None = None
@@ -404,13 +409,15 @@ class LocalStack:
         self.nodes.start()
         self.operator = Process("operator", [
             sys.executable, "-m", "multigres_pools.operator", "--namespace", self.namespace,
-            "--kubeconfig", str(self.kubeconfig), "--health-addr", f"127.0.0.1:{self.operator_port}",
-            "--lease-namespace", self.namespace, "--identity", "localstack-operator", "--log-format", "text",
+            "--kubeconfig", str(self.operator_kubeconfig or self.kubeconfig),
+            "--health-addr", f"127.0.0.1:{self.operator_port}",
+            "--lease-namespace", self.lease_namespace or self.namespace, "--identity", "localstack-operator",
+            "--log-format", "text",
             "--artifacts-dir", str(self.workdir / "runner"), "--coalesce", "0.05", *self.operator_args,
         ], self.workdir / "operator.log").start()
         self.agent = Process("agent", [
             sys.executable, "-m", "multigres_pools.playground.localstack", "agent",
-            "--kubeconfig", str(self.kubeconfig),
+            "--kubeconfig", str(self.agent_kubeconfig or self.kubeconfig),
             "--namespace", self.namespace, "--http", f"127.0.0.1:{free_port()}", "--standalone",
             "--multigres-version", keys.MultigresVersion.ERA_A.value,  # its poolers are era-A doubles
             "--poll-interval", "1", "--lease-namespace", self.namespace,

@@ -50,10 +50,10 @@ def _builder(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurve
 
 
 def _leaf(path_cert: Path, path_key: Path, subject: x509.Name, ca_key: ec.EllipticCurvePrivateKey,
-          ca_name: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName] | None = None) -> None:
+          ca_name: x509.Name, usage: list[x509.ObjectIdentifier], sans: list[x509.GeneralName] | None = None) -> None:
     key = _key()
     builder = _builder(subject, ca_name, key.public_key()).add_extension(
-        x509.ExtendedKeyUsage([usage]), critical=False)
+        x509.ExtendedKeyUsage(usage), critical=False)
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
     cert = builder.sign(ca_key, hashes.SHA256())
@@ -74,10 +74,12 @@ def generate(directory: Path) -> Pki:
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in (
         "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")]
     sans.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
+    # Client auth too: etcd's HTTP gateway dials its own gRPC port with the serving certificate, which
+    # etcd with --client-cert-auth then checks as a client certificate.
     _leaf(pki.serving_cert, pki.serving_key, _name("kube-apiserver"), ca_key, ca_name,
-          ExtendedKeyUsageOID.SERVER_AUTH, sans)
+          [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH], sans)
     _leaf(pki.admin_cert, pki.admin_key, _name("admin", "system:masters"), ca_key, ca_name,
-          ExtendedKeyUsageOID.CLIENT_AUTH)
+          [ExtendedKeyUsageOID.CLIENT_AUTH])
     sa_key = _key()
     _write_key(pki.sa_private, sa_key)
     pki.sa_public.write_bytes(sa_key.public_key().public_bytes(

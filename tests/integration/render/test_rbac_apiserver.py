@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from ansible_collections.multigres.pools.plugins.module_utils import bundle, facts, keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, KubeError, connect
 from kubernetes import client as k8s
 
 from multigres_pools.playground.localstack import install_crd
+from tests.helpers import service_accounts
 from tests.helpers.fake_agent import FakeAgent
 from tests.helpers.polling import eventually
 from tests.integration.reconcile.rig import Rig, spec
@@ -34,8 +34,6 @@ from tests.integration.reconcile.rig import Rig, spec
 pytestmark = pytest.mark.cluster
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "install.md"
-RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
-              "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 Triple = tuple[str, str, str]  # (API group, resource, verb)
 
 
@@ -59,50 +57,17 @@ class Installed:
         return k8s.ApiClient(mine)
 
 
-def _ensure_namespace(admin: KubeClient, name: str) -> bool:
-    """Make `name` unless it exists (waiting out an earlier test's deletion); True when made here."""
-    def settled() -> dict[str, Any] | bool:
-        live = admin.get("v1", "Namespace", None, name)
-        return live is None or not facts.is_terminating(live)
-    eventually(settled, 120, f"namespace {name} to finish terminating")
-    if admin.get("v1", "Namespace", None, name) is not None:
-        return False
-    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, field_manager="test")
-    return True
-
-
-def _token(admin: KubeClient, account: str) -> str:
-    path = f"/api/v1/namespaces/{keys.INSTALL_NAMESPACE}/serviceaccounts/{account}/token"
-    review = admin.request("create", "POST", path, body={"apiVersion": "authentication.k8s.io/v1",
-                                                         "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
-    return review["status"]["token"]
-
-
 @pytest.fixture(params=[False, True], ids=["namespaced", "cluster-wide"])
 def installed(request, kube, namespace) -> Iterator[Installed]:  # type: ignore[no-untyped-def]
     """The bundle's RBAC, ServiceAccounts and admission policy for `namespace` (or cluster-wide)."""
     admin = connect(str(kube.kubeconfig))
     install_crd(admin)
-    made_ns = _ensure_namespace(admin, keys.INSTALL_NAMESPACE)
-    docs = [yaml.safe_load(text) for text in
-            bundle.files(namespaces=(namespace,), cluster_wide=request.param).values()]
-    docs = [d for d in docs if d.get("kind") in RBAC_KINDS]
-    for doc in docs:
-        admin.apply(doc, "test")
-    try:
-        accounts = (bundle.OPERATOR, bundle.AGENT)
-        done = Installed(admin, namespace, request.param, {a: _token(admin, a) for a in accounts})
-        for account in accounts:  # the authorizer's caches fill in the background
+    with service_accounts.installed_rbac(admin, namespace, cluster_wide=request.param) as tokens:
+        done = Installed(admin, namespace, request.param, tokens)
+        for account in service_accounts.ACCOUNTS:  # the authorizer's caches fill in the background
             want = _documented(account, {bundle.WATCHED})
             eventually(lambda a=account, w=want: w <= _rules(done.client(a), namespace), 60, f"{account}'s Roles")
         yield done
-    finally:
-        for doc in reversed(docs):  # the watched namespace's Roles go with the namespace fixture
-            md = doc["metadata"]
-            if md.get("namespace") != namespace:
-                admin.delete(doc["apiVersion"], doc["kind"], md.get("namespace"), md["name"])
-        if made_ns:
-            admin.delete("v1", "Namespace", None, keys.INSTALL_NAMESPACE)
 
 
 # --- what each ServiceAccount may do ----------------------------------------------------------------
@@ -135,20 +100,21 @@ def test_each_service_account_may_do_exactly_what_install_md_documents(installed
     admin.create({"apiVersion": "v1", "kind": "ServiceAccount",
                   "metadata": {"name": nobody, "namespace": keys.INSTALL_NAMESPACE}}, field_manager="test")
     try:
-        installed.tokens[nobody] = _token(admin, nobody)
+        installed.tokens[nobody] = service_accounts.token(admin, nobody)
         baseline = _rules(installed.client(nobody), installed.watched)
     finally:
         admin.delete("v1", "ServiceAccount", keys.INSTALL_NAMESPACE, nobody)
     assert baseline and not any(resource in ("pods", "secrets") for _, resource, _ in baseline)
 
     other = f"t-other-{uuid.uuid4().hex[:6]}"
-    _ensure_namespace(admin, other)
+    service_accounts.ensure_namespace(admin, other)
     try:
         for account in (bundle.OPERATOR, bundle.AGENT):
             client = installed.client(account)
             scopes = {installed.watched: {bundle.WATCHED}, keys.INSTALL_NAMESPACE: {bundle.INSTALL}, other: set()}
             if installed.cluster_wide:
                 scopes = {ns: where | {bundle.WATCHED} for ns, where in scopes.items()}
+            scopes = {ns: where | {bundle.CLUSTER} for ns, where in scopes.items()}  # the review APIs: everywhere
             for ns, where in scopes.items():
                 got = _rules(client, ns) - baseline
                 assert got == _documented(account, where), (account, ns, got ^ _documented(account, where))

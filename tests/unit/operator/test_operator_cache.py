@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, snapshot
+from ansible_collections.multigres.pools.plugins.module_utils import keys, snapshot, tls
 
 from multigres_pools.operator.cache import SHARD, WATCHED, Cache, CacheView
 from multigres_pools.operator.decide import decide_shard
@@ -61,7 +61,10 @@ def generated_secrets(body: dict[str, Any]) -> list[dict[str, Any]]:
             "name": name, "namespace": NS, "labels": dict(gen.labels), "annotations": annotations or {}}}
     if "tls" in body:
         gen = body["tls"]
-        return [meta(gen.ca_secret), meta(gen.tls_secret, {keys.ANN_TLS_FINGERPRINT: gen.fingerprint})]
+        made = tls.renew(tls.Step(body["step"]), None, gen.common_name, gen.dns_names, NOW)  # the apply step's dates
+        ca_notes = {k: v for k, v in made.ca_annotations.items() if v is not None}
+        return [meta(gen.ca_secret, ca_notes),
+                meta(gen.tls_secret, {keys.ANN_TLS_FINGERPRINT: gen.fingerprint, **made.leaf_annotations})]
     gen = body["password"]
     return [meta(gen.secret)]
 

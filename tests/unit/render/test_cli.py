@@ -160,29 +160,39 @@ def test_rbac_justifies_every_rule_and_grants_no_wildcards(options):
             continue
         roles += 1
         lines = text.splitlines()
-        rule_starts = [i for i, line in enumerate(lines) if line.startswith("- apiGroups:")]
+        rule_starts = [i for i, line in enumerate(lines) if line.startswith(("- apiGroups:", "- nonResourceURLs:"))]
         assert rule_starts
         for i in rule_starts:
             assert lines[i - 1].startswith("# "), f"{name}: rule at line {i + 1} has no justification"
         doc = yaml.safe_load(text)
         for rule in doc["rules"]:
-            assert "*" not in rule["verbs"] and "*" not in rule["resources"], (name, rule)
+            assert "*" not in rule["verbs"] and "*" not in rule.get("resources", []), (name, rule)
+            assert rule.get("nonResourceURLs", ["/metrics"]) == ["/metrics"] and (
+                "nonResourceURLs" not in rule or rule["verbs"] == ["get"]), (name, rule)
             # Generated pgBackRest TLS needs get/list/create/patch; the operator's cache watches Secret
             # metadata. Never delete or update Secrets: the garbage collector removes the generated ones.
-            if "secrets" in rule["resources"]:
+            if "secrets" in rule.get("resources", []):
                 assert rule["verbs"] == ["get", "list", "watch", "create", "patch"]
-    assert roles == 4 if options.get("cluster_wide") else roles >= 4
+    assert roles == 6 if options.get("cluster_wide") else roles >= 6  # + metrics-auth and metrics-reader
 
 
 def test_namespaced_by_default_one_role_and_binding_per_watched_namespace():
     files = {name: yaml.safe_load(text) for name, text in bundle.files(namespaces=("db", "db2")).items()}
     kinds = {(doc["kind"], doc["metadata"].get("namespace")) for doc in files.values() if "metadata" in doc}
-    assert not {kind for kind, _ in kinds} & {"ClusterRole", "ClusterRoleBinding"}
+    # Cluster-scoped only: the token and access review APIs (no namespace exists for them) and /metrics.
+    cluster_scoped = [doc for doc in files.values() if doc.get("kind") in ("ClusterRole", "ClusterRoleBinding")]
+    assert sorted(doc["metadata"]["name"] for doc in cluster_scoped) == sorted(
+        [keys.METRICS_AUTH_ROLE, keys.METRICS_AUTH_ROLE, keys.METRICS_READER_ROLE, keys.METRICS_SCRAPER])
+    for doc in cluster_scoped:
+        for rule in doc.get("rules", []):
+            assert rule.get("resources", ["tokenreviews"])[0] in ("tokenreviews", "subjectaccessreviews"), rule
+            assert rule["verbs"] in (["create"], ["get"]), rule
     for ns in ("db", "db2"):
         assert {("Role", ns), ("RoleBinding", ns)} <= kinds
     for component in ("operator", "agent"):
         args = files[f"{component}-deployment.yaml"]["spec"]["template"]["spec"]["containers"][0]["args"]
-        assert args[1:] == ["--namespace", "db", "--namespace", "db2"]
+        assert args[3:] == ["--namespace", "db", "--namespace", "db2"]
+        assert "--metrics-auth=kubernetes" in args and any(a.endswith("=0.0.0.0:8080") for a in args)
     # The install namespace watched too: one Role there, holding the Lease grant as well.
     both = {name: yaml.safe_load(text) for name, text in
             bundle.files(namespaces=(keys.INSTALL_NAMESPACE,)).items()}
@@ -190,7 +200,7 @@ def test_namespaced_by_default_one_role_and_binding_per_watched_namespace():
     assert [r["metadata"]["namespace"] for r in roles] == [keys.INSTALL_NAMESPACE]
     assert any("leases" in rule["resources"] for rule in roles[0]["rules"])
     wide = {name: yaml.safe_load(text) for name, text in bundle.files(cluster_wide=True).items()}
-    assert wide["operator-deployment.yaml"]["spec"]["template"]["spec"]["containers"][0]["args"][1:] == [
+    assert wide["operator-deployment.yaml"]["spec"]["template"]["spec"]["containers"][0]["args"][3:] == [
         "--all-namespaces"]
     with pytest.raises(ValueError, match="namespaces: give at least one"):
         bundle.files(namespaces=())

@@ -45,7 +45,7 @@ def test_defaults_are_shown_and_flags_carry_none():
     render = _cli("render", "--help").stdout
     assert "(default: default)" in render and "(default: all)" in render
     operator = _cli("operator", "--help").stdout
-    assert "(default: 0.0.0.0:8080)" in " ".join(operator.split())
+    assert "(default: 127.0.0.1:8080)" in " ".join(operator.split())
     assert "(default: True)" not in operator and "(default: False)" not in operator  # store_false/true flags
     assert "(default: None)" not in operator + render
 

@@ -130,7 +130,16 @@ def test_service_monitor_selects_both_metrics_services_on_their_port():
         assert port["name"] == endpoint["port"] == keys.METRICS_PORT_NAME and port["targetPort"] in container_ports
         assert f"{component}-metrics-service.yaml" in yaml.safe_load(files["kustomization.yaml"])["resources"]
     assert yaml.safe_load(files["monitoring/kustomization.yaml"])["resources"] == [
+        "scraper-serviceaccount.yaml", "scraper-token.yaml", "scraper-clusterrolebinding.yaml",
         "servicemonitor.yaml", "prometheusrule.yaml"]
+    # /metrics needs a token allowed `get /metrics`: the scraper's, bound to the base bundle's reader role.
+    token = yaml.safe_load(files["monitoring/scraper-token.yaml"])
+    assert endpoint["authorization"]["credentials"] == {"name": token["metadata"]["name"], "key": "token"}
+    binding = yaml.safe_load(files["monitoring/scraper-clusterrolebinding.yaml"])
+    reader = yaml.safe_load(files["metrics-reader-clusterrole.yaml"])
+    assert binding["roleRef"]["name"] == reader["metadata"]["name"]
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert binding["subjects"][0]["name"] == token["metadata"]["annotations"]["kubernetes.io/service-account.name"]
     assert yaml.safe_load(files["monitoring/prometheusrule.yaml"])["spec"] == yaml.safe_load(RULES.read_text())
 
 
