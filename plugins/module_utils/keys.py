@@ -111,6 +111,12 @@ PAUSED_FALSE = "false"
 # here that the engine no longer renders is dropped by the next apply; keys others added stay.
 ANN_CONFIG_KEYS = "pools.multigres.com/config-keys"
 
+# On the PVCs the engine creates for a MultigresShard: that shard's name. A PVC kept by
+# whenDeleted=Retain has no ownerReference (the garbage collector would take it), so this is what
+# proves it is the shard's (ownership.py); a MultigresShard re-created under the same name takes its
+# retained PVCs back. Set it by hand to hand a PVC to a shard (docs/reconcile.md, "Ownership").
+ANN_OWNER_SHARD = "pools.multigres.com/owner-shard"
+
 # On the generated pgBackRest TLS Secret: fingerprint of the names it was issued for.
 ANN_TLS_FINGERPRINT = "pools.multigres.com/tls-fingerprint"
 

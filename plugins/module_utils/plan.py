@@ -103,8 +103,17 @@ def _topology_errors(desired: Desired, observed: Observed) -> list[str]:
     return sorted(errors)
 
 
+def _rival_errors(desired: Desired, observed: Observed) -> list[str]:
+    """Another live MultigresShard already runs this cluster/database/shard here (ownership.py): its
+    pods and PVCs carry the same names, so this one may neither create, adopt nor delete them."""
+    sid = desired.shard
+    return [f"spec.clusterName: {sid.cluster} (database {sid.database}, shard {sid.shard}) is already run by "
+            f"MultigresShard {name} (uid {uid}) in this namespace; this MultigresShard takes no action "
+            "while it exists" for name, uid in sorted(observed.rivals.items())]
+
+
 def validate_live(desired: Desired, observed: Observed, views: list[PoolView]) -> list[str]:
-    return _topology_errors(desired, observed) + _storage_errors(views)
+    return _rival_errors(desired, observed) + _topology_errors(desired, observed) + _storage_errors(views)
 
 
 def _shard_finalizer(ctx: Context) -> list[Action]:

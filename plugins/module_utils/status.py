@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import drain_annotations, facts, keys
+from . import drain_annotations, facts, keys, ownership
 from .actions import Action, event
 from .desired import Desired
 from .observe import Observed
@@ -86,6 +86,9 @@ DECOMMISSION_VALID = "DecommissionValid"
 WAITING_FOR_WINDOW = "WaitingForMaintenanceWindow"
 # True while the pause annotation holds every write back (plan_pause.py); the message lists them.
 PAUSED = "Paused"
+# True while objects carry the shard's labels without being the shard's (ownership.py); the message
+# names them. They are ignored: never counted, patched, deleted or adopted.
+FOREIGN_OBJECTS = "ForeignObjects"
 
 
 def _refusal_conditions(errors: list[str]) -> list[Manifest]:
@@ -158,6 +161,9 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
                    "UnknownPod" if result.decommission_problems else "Valid", "; ".join(result.decommission_problems)),
         _condition(WAITING_FOR_WINDOW, bool(result.deferred), "OutsideMaintenanceWindow" if result.deferred
                    else "NothingDeferred", "; ".join(result.deferred)),
+        _condition(FOREIGN_OBJECTS, bool(observed.foreign), "LabelsWithoutOwnership" if observed.foreign
+                   else "NoneFound", (ownership.describe(observed.foreign) + ": they carry this shard's labels but "
+                                      "not its ownership, and are ignored") if observed.foreign else ""),
         _condition(PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
                    result.pause_message[:32768]),
     ]
@@ -218,6 +224,9 @@ def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> lis
     bad, was_bad = now.get(DECOMMISSION_VALID) or {}, before.get(DECOMMISSION_VALID) or {}
     if bad.get("status") == "False" and was_bad.get("message") != bad["message"]:
         out.append(event(cr, "Warning", "DecommissionIgnored", bad["message"]))
+    foreign, was_foreign = now.get(FOREIGN_OBJECTS) or {}, before.get(FOREIGN_OBJECTS) or {}
+    if foreign.get("status") == "True" and was_foreign.get("message") != foreign["message"]:
+        out.append(event(cr, "Warning", "ForeignObjects", foreign["message"]))
     paused, was_paused = now.get(PAUSED) or {}, (before.get(PAUSED) or {}).get("status") == "True"
     if paused.get("status") == "True" and not was_paused:
         out.append(event(cr, "Warning" if paused["reason"] != "Paused" else "Normal", "Paused", paused["message"]))
