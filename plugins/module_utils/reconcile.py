@@ -23,6 +23,7 @@ from .desired import Desired
 from .kube import KubeClient
 from .plan_delete import CLEANUP_TIMEOUT
 from .snapshot import Reader
+from .spec_policy import SpecPolicy
 
 Manifest = dict[str, Any]
 _VOLATILE = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
@@ -40,6 +41,8 @@ class Request:
     cleanup_timeout: float = CLEANUP_TIMEOUT
     # Recorded list answers (`snapshot.load`) replayed instead of listing; None lists live.
     observed: Mapping[str, list[dict[str, Any]]] | None = None
+    # The operator's allow-lists for images, ServiceAccounts and Secrets (spec_policy.py); empty allows all.
+    policy: SpecPolicy = field(default_factory=SpecPolicy)
 
 
 @dataclass
@@ -175,6 +178,9 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
     result = Result()
     try:
         spec, namespace = _load(request, cr)
+        refused = request.policy.problems(spec)
+        if refused:
+            raise model.SpecError(refused)
         owner = {"name": facts.name(cr), "uid": facts.uid(cr) or ""} if cr else None
         project_ref = facts.annotations(cr).get(keys.ANN_PROJECT_REF) if cr else None
         desired = render.desired_state(spec, namespace, owner=owner, project_ref=project_ref,

@@ -12,6 +12,7 @@ from yaml import YAMLError
 from . import kube, snapshot
 from .reconcile import Request, request_problems, run_pass
 from .reconcile_args import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, REQUIRED_BY, REQUIRED_ONE_OF
+from .spec_policy import SpecPolicy
 
 __all__ = ["ARGUMENT_SPEC", "MUTUALLY_EXCLUSIVE", "REQUIRED_BY", "REQUIRED_ONE_OF", "request", "run"]
 
@@ -21,7 +22,9 @@ def request(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> Reque
     return Request(namespace=params["namespace"], spec=params["spec"], name=params["name"], state=params["state"],
                    definition={"apiVersion": "pools.multigres.com/v1alpha1", "kind": "MultigresShard",
                                **params["shard"]} if params["shard"] else None,
-                   check_mode=check_mode, diff=diff, cleanup_timeout=params["cleanup_timeout"], observed=observed)
+                   check_mode=check_mode, diff=diff, cleanup_timeout=params["cleanup_timeout"], observed=observed,
+                   policy=SpecPolicy.of(params.get("allowed_images"), params.get("allowed_service_accounts"),
+                                        params.get("allowed_secrets")))
 
 
 def run(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> tuple[dict[str, Any], list[str]]:

@@ -62,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
                    help="default BackupHealthy threshold in seconds (the shard's backup.healthThreshold wins)")
     p.add_argument("--no-prune", action="store_true", help="never delete pooler records that match no pod")
     p.add_argument("--no-register", action="store_true", help="never register the database and cells")
+    p.add_argument("--owned-pods-only", action="store_true",
+                   help="act only on pool pods controlled by a MultigresShard (the install bundle sets it); "
+                        "without it, pods with no controller (shards driven from vars) are served too")
     lease.add_arguments(p, keys.AGENT_LEASE_NAME, os.environ.get("POD_NAMESPACE", "default"),
                         "namespace of the Lease (default: $POD_NAMESPACE, else default)")
     p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(),
@@ -188,6 +191,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
         stall_after_s=args.stall_after, poll_interval_s=args.poll_interval,
         backup_interval_s=args.backup_interval, backup_stale_after_s=args.backup_stale_after,
         prune=not args.no_prune, register_topology=not args.no_register,
+        allow_unowned_pods=not args.owned_pods_only,
     )
     version = default_version(args)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
-from . import backup_health, podinfo, roles, topology
+from . import backup_health, podinfo, roles, topology, trust
 from .context import Context, NotLeader, Obj, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
 from .kube import Conflict, KubeUnavailable
@@ -34,6 +34,7 @@ class Agent:
         self._registered: dict[tuple, tuple[float, object]] = {}
         self._retired: set[tuple] = set()
         self._mismatched: set[tuple] = set()  # shards already warned about a version mismatch
+        self._untrusted: set[tuple] = set()  # pods already reported as not ours to act on (trust.py)
         self.passes = 0
         self.last_error: str = ""
 
@@ -154,11 +155,33 @@ class Agent:
 
     def _groups(self, namespace: str, selector: dict[str, str]) -> dict[tuple, list[Obj]]:
         groups: dict[tuple, list[Obj]] = {}
+        uids: dict[str, str | None] = {}
+
+        def live_uid(name: str) -> str | None:
+            if name not in uids:
+                shard = self.ctx.kube.get_shard(namespace, name)
+                uids[name] = podinfo.meta(shard).get("uid") if shard else None
+            return uids[name]
+
         for pod in self.ctx.kube.list_pool_pods(namespace, selector):
+            if not trust.pod_trusted(pod, live_uid, allow_unowned=self.ctx.config.allow_unowned_pods):
+                self._ignored(pod)
+                continue
             top = podinfo.pod_topology(pod)
             if top is not None:
                 groups.setdefault(top.shard_key, []).append(pod)
         return groups
+
+    def _ignored(self, pod: Obj) -> None:
+        """A pod with pool labels the agent may not act on (trust.py): logged once per pod."""
+        key = (podinfo.namespace(pod), podinfo.name(pod), podinfo.meta(pod).get("uid"))
+        with self._guard:
+            if key in self._untrusted:
+                return
+            self._untrusted.add(key)
+        self.ctx.metrics.reconcile_errors.labels("untrusted-pod").inc()
+        self.ctx.log.warning("ignoring a pool pod that no MultigresShard it names controls",
+                             extra={"namespace": key[0], "pod": key[1]})
 
     def _reconcile(self, ref: ShardRef) -> list[ShardView]:
         namespace, selector = ref[0], dict(ref[1])
