@@ -32,6 +32,8 @@ class AgentConfig:
     # Act on pool pods that have no controller at all (shards driven from vars, without a
     # MultigresShard). Pods controlled by a MultigresShard must match its live uid either way (trust.py).
     allow_unowned_pods: bool = True
+    # Equality-based label selector on MultigresShards (trust.py): only matching shards are served.
+    shard_selector: str = ""
 
 
 class SimulatedCrash(BaseException):

@@ -78,7 +78,7 @@ class Agent:
         self.reconcile(self.remember(pod))
 
     def on_shard(self, shard: Obj) -> None:
-        if not self.is_leader():
+        if not self.is_leader() or not trust.shard_selected(shard, self.ctx.config.shard_selector):
             return
         with self._leader_only(), self._kube_retried(podinfo.namespace(shard)):
             self._on_shard(shard)
@@ -157,14 +157,18 @@ class Agent:
         groups: dict[tuple, list[Obj]] = {}
         uids: dict[str, str | None] = {}
 
+        config = self.ctx.config
+
         def live_uid(name: str) -> str | None:
             if name not in uids:
                 shard = self.ctx.kube.get_shard(namespace, name)
-                uids[name] = podinfo.meta(shard).get("uid") if shard else None
+                selected = shard is not None and trust.shard_selected(shard, config.shard_selector)
+                uids[name] = podinfo.meta(shard).get("uid") if selected else None
             return uids[name]
 
+        unowned = config.allow_unowned_pods and not config.shard_selector
         for pod in self.ctx.kube.list_pool_pods(namespace, selector):
-            if not trust.pod_trusted(pod, live_uid, allow_unowned=self.ctx.config.allow_unowned_pods):
+            if not trust.pod_trusted(pod, live_uid, allow_unowned=unowned):
                 self._ignored(pod)
                 continue
             top = podinfo.pod_topology(pod)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, ownership
+from ansible_collections.multigres.pools.plugins.module_utils import keys, ownership, snapshot
 
 from ..dataplane.base import Pooler, ShardTopology
 
@@ -35,6 +35,22 @@ def record_belongs(rec: Pooler, topo: ShardTopology, namespace: str) -> bool:
         return False
     ns = record_namespace(rec)
     return ns is None or ns == namespace
+
+
+def parse_shard_selector(selector: str) -> list[tuple[str, str, str | None]]:
+    """The terms of `--shard-selector` (ValueError for a set-based term, which is not supported)."""
+    try:
+        return snapshot.parse_selector(selector)
+    except snapshot.SelectorError as exc:
+        raise ValueError(f"{selector!r}: {exc}; use key=value, key!=value or key terms") from None
+
+
+def shard_selected(shard: Obj | None, selector: str) -> bool:
+    """The MultigresShard matches the agent's --shard-selector (always, without one)."""
+    if not selector:
+        return True
+    return shard is not None and snapshot.matches((shard.get("metadata") or {}).get("labels") or {},
+                                                  parse_shard_selector(selector))
 
 
 def shard_controller(pod: Obj) -> tuple[str, str] | None:

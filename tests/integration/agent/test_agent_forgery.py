@@ -115,3 +115,20 @@ def test_forged_pods_and_shards_leave_the_real_records_in_place(rig_factory, sha
     agent.on_shard(client.CustomObjectsApi(rig.api).get_namespaced_custom_object(
         keys.API_GROUP, keys.API_VERSION, rig.namespace, keys.SHARD_PLURAL, real["metadata"]["name"]))
     assert not any(rig.record_exists(n) for n in rig.names)
+
+
+def test_the_shard_selector_limits_the_agent_to_labelled_shards(rig_factory, shard_crd_installed) -> None:  # noqa: F811
+    rig = rig_factory()
+    real = _shard(rig, rig.namespace, naming.shard_resource_name(rig.sid))
+    for name in rig.names:
+        rig.core.patch_namespaced_pod(name, rig.namespace, {"metadata": {"ownerReferences": _controller(real)}})
+    replica = rig.names[1]
+    rig.request_drain(replica)
+    selective = rig.agent(config=AgentConfig(register_topology=False, shard_selector="team=db"))
+    rig.run(selective, replica)
+    assert rig.state(replica) == keys.DrainState.REQUESTED.value  # not selected: untouched
+    client.CustomObjectsApi(rig.api).patch_namespaced_custom_object(
+        keys.API_GROUP, keys.API_VERSION, rig.namespace, keys.SHARD_PLURAL, real["metadata"]["name"],
+        {"metadata": {"labels": {"team": "db"}}}, _content_type="application/merge-patch+json")
+    rig.run(selective, replica)
+    assert rig.state(replica) != keys.DrainState.REQUESTED.value  # selected: the drain advances
