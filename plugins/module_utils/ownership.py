@@ -9,7 +9,8 @@ when one of the shard's own pods mounts it. Everything else with the shard's lab
 planner never counts, patches, deletes or adopts it, and the status names it (ForeignObjects).
 
 Without a MultigresShard (vars mode) there is no owner to compare with: every labelled object is
-the shard's, as before. Infrastructure objects (Services, ConfigMaps, ...) without any controller
+the shard's, as before. Secrets count only with the controller reference (the engine generates them
+with it). Infrastructure objects (Services, ConfigMaps, ...) without any controller
 stay visible: the planner adopts one only under a name it renders, and prunes only its own.
 """
 
@@ -63,8 +64,10 @@ class Owner:
         ref = controller_ref(obj)
         if ref is not None:
             return ref.get("uid") == self.uid
-        if kind == "Pod":
-            return False  # the engine has always created pods with the controller reference
+        if kind in ("Pod", "Secret"):
+            # The engine has always created pods and generated Secrets with the controller reference;
+            # a Secret under a generated name that is not ours would hand the pods its content.
+            return False
         if kind == "PersistentVolumeClaim":
             return facts.annotations(obj).get(keys.ANN_OWNER_SHARD) == self.name or facts.name(obj) in claims
         return True  # an unowned infrastructure object: adopted only under a name the engine renders

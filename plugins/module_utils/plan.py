@@ -112,8 +112,23 @@ def _rival_errors(desired: Desired, observed: Observed) -> list[str]:
             "while it exists" for name, uid in sorted(observed.rivals.items())]
 
 
+def _generated_secret_errors(desired: Desired, observed: Observed) -> list[str]:
+    """A Secret the engine would generate (and the pods mount by name) exists but is not the shard's
+    (ownership.py): the pods would run with someone else's password or certificate."""
+    wanted = []
+    if desired.generated_password is not None:
+        wanted.append(("spec.postgresPasswordSecretRef", desired.generated_password.secret))
+    if desired.generated_tls is not None:
+        wanted += [("spec.backup.pgbackrestTLS", desired.generated_tls.ca_secret),
+                   ("spec.backup.pgbackrestTLS", desired.generated_tls.tls_secret)]
+    return [f"{field}: the engine generates Secret {name}, but a Secret of that name exists that this "
+            "MultigresShard does not control; delete it, or name your own Secret in the spec"
+            for field, name in wanted if observed.find_foreign("Secret", name) is not None]
+
+
 def validate_live(desired: Desired, observed: Observed, views: list[PoolView]) -> list[str]:
-    return _rival_errors(desired, observed) + _topology_errors(desired, observed) + _storage_errors(views)
+    return (_rival_errors(desired, observed) + _generated_secret_errors(desired, observed)
+            + _topology_errors(desired, observed) + _storage_errors(views))
 
 
 def _shard_finalizer(ctx: Context) -> list[Action]:

@@ -32,7 +32,8 @@ class Agent:
         self._known: set[ShardRef] = set()
         self._crs: dict[tuple[str, str], float] = {}  # (ns, name) -> last backup check
         self._registered: dict[tuple, tuple[float, object]] = {}
-        self._retired: set[tuple] = set()
+        # Topologies a MultigresShard's deletion cleaned up -> that shard's uid (see _maybe_register).
+        self._retired: dict[tuple, str] = {}
         self._mismatched: set[tuple] = set()  # shards already warned about a version mismatch
         self._untrusted: set[tuple] = set()  # pods already reported as not ours to act on (trust.py)
         self.passes = 0
@@ -90,7 +91,8 @@ class Agent:
             topo = podinfo.cr_topology(shard)
             if topo is not None:
                 with self._guard:
-                    self._retired.add(topo.key)  # its pods must not re-register what was cleaned up
+                    # its pods must not re-register what was cleaned up
+                    self._retired[topo.key] = str(podinfo.meta(shard).get("uid") or "")
             return
         spec = shard.get("spec") or {}
         sid = naming.ShardId(spec.get("clusterName", ""), spec.get("databaseName", "postgres"),
@@ -270,7 +272,10 @@ class Agent:
         ctx = self.ctx
         if not ctx.config.register_topology or view.poolers is None or view.dataplane is None:
             return
-        if view.topology.key in self._retired or (view.shard is not None and (
+        retired_by = self._retired.get(view.topology.key)
+        # Another live MultigresShard of the same topology (a copy asked for the cleanup) still registers.
+        retired = retired_by is not None and (view.shard is None or podinfo.meta(view.shard).get("uid") == retired_by)
+        if retired or (view.shard is not None and (
                 podinfo.deleting(view.shard) or podinfo.annotations(view.shard).get(keys.ANN_TOPOLOGY_CLEANUP))):
             return  # never re-register what a shard deletion is cleaning up
         generation = (podinfo.meta(view.shard).get("generation") if view.shard else None, view.topology.cells)

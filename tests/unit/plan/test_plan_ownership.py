@@ -133,3 +133,25 @@ def test_legacy_pvc_mounted_by_our_pod_is_marked_and_a_retained_one_keeps_its_ma
     again = plan(desired(dp), _split_observed(shard_cr(), [pod], [marked]), NOW)
     assert writes(again, "patch", "PersistentVolumeClaim") == []
     assert "ForeignObjects" not in events(again)
+
+
+def test_a_foreign_secret_under_a_generated_name_refuses_the_pass() -> None:
+    from dataclasses import replace
+
+    from ansible_collections.multigres.pools.plugins.module_utils import model, render
+
+    spec = {"clusterName": "demo", "globalTopoServer": {"address": "topo:2379"},
+            "pools": {"main": {"cells": ["z1"], "replicasPerCell": 1}}}
+    gen = render.desired_state(model.load_spec(spec), "db").generated_password
+    assert gen is not None
+    want = replace(desired(desired_pool(replicas=1)), generated_password=gen)
+    planted = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": gen.secret, "uid": "s-1"}}
+    parts = ownership.split(ownership.Owner.of(shard_cr()), [], [], {"Secret": [planted]})
+    obs = Observed(cr=shard_cr(), others=parts.others, foreign=parts.foreign)
+    result = plan(want, obs, NOW)
+    assert result.actions == []
+    assert result.errors[0].startswith(f"spec.postgresPasswordSecretRef: the engine generates Secret {gen.secret}")
+    # Ours (generated with the controller reference): planned around as before, no refusal.
+    _ours(planted)
+    parts = ownership.split(ownership.Owner.of(shard_cr()), [], [], {"Secret": [planted]})
+    assert not plan(want, Observed(cr=shard_cr(), others=parts.others, foreign=parts.foreign), NOW).errors
