@@ -180,9 +180,9 @@ def test_namespaced_by_default_one_role_and_binding_per_watched_namespace():
     assert not {kind for kind, _ in kinds} & {"ClusterRole", "ClusterRoleBinding"}
     for ns in ("db", "db2"):
         assert {("Role", ns), ("RoleBinding", ns)} <= kinds
-    for component in ("operator", "agent"):
+    for component, extra in (("operator", []), ("agent", ["--owned-pods-only"])):
         args = files[f"{component}-deployment.yaml"]["spec"]["template"]["spec"]["containers"][0]["args"]
-        assert args[1:] == ["--namespace", "db", "--namespace", "db2"]
+        assert args[1:] == [*extra, "--namespace", "db", "--namespace", "db2"]
     # The install namespace watched too: one Role there, holding the Lease grant as well.
     both = {name: yaml.safe_load(text) for name, text in
             bundle.files(namespaces=(keys.INSTALL_NAMESPACE,)).items()}
