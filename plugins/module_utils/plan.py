@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from . import actions, facts, keys, quantity
+from . import actions, facts, keys, ownership, quantity
 from .actions import Action, Phase
 from .desired import Desired
 from .observe import Observed
@@ -112,22 +112,32 @@ def _rival_errors(desired: Desired, observed: Observed) -> list[str]:
             "while it exists" for name, uid in sorted(observed.rivals.items())]
 
 
-def _generated_secret_errors(desired: Desired, observed: Observed) -> list[str]:
-    """A Secret the engine would generate (and the pods mount by name) exists but is not the shard's
-    (ownership.py): the pods would run with someone else's password or certificate."""
+def _foreign_name_errors(desired: Desired, observed: Observed) -> list[str]:
+    """A Secret the engine would generate, or a shared object it renders, exists under its name but
+    is not the shard's (ownership.py): the pods use these by name, so they would run with someone
+    else's password, certificate or backup volume. (Pool pods and data PVCs go to a free index.)"""
     wanted = []
     if desired.generated_password is not None:
         wanted.append(("spec.postgresPasswordSecretRef", desired.generated_password.secret))
     if desired.generated_tls is not None:
         wanted += [("spec.backup.pgbackrestTLS", desired.generated_tls.ca_secret),
                    ("spec.backup.pgbackrestTLS", desired.generated_tls.tls_secret)]
-    return [f"{field}: the engine generates Secret {name}, but a Secret of that name exists that this "
-            "MultigresShard does not control; delete it, or name your own Secret in the spec"
-            for field, name in wanted if observed.find_foreign("Secret", name) is not None]
+    errors = [f"{field}: the engine generates Secret {name}, but a Secret of that name exists that this "
+              "MultigresShard does not control; delete it, or name your own Secret in the spec"
+              for field, name in wanted if observed.find_foreign("Secret", name) is not None]
+    # The shared objects the pods use by name (the backup PVC above all: they would mount it).
+    for obj in desired.objects:
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        if observed.find_foreign(kind, name) is not None:
+            hint = (f"; if it is this shard's, annotate it {keys.ANN_OWNER_SHARD}=<MultigresShard name>"
+                    if kind == "PersistentVolumeClaim" else "")
+            errors.append(f"spec: {kind} {name} exists but is not this MultigresShard's "
+                          f"({ownership.describe([observed.find_foreign(kind, name) or {}])}){hint}")
+    return errors
 
 
 def validate_live(desired: Desired, observed: Observed, views: list[PoolView]) -> list[str]:
-    return (_rival_errors(desired, observed) + _generated_secret_errors(desired, observed)
+    return (_rival_errors(desired, observed) + _foreign_name_errors(desired, observed)
             + _topology_errors(desired, observed) + _storage_errors(views))
 
 

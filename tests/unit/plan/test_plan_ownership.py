@@ -155,3 +155,25 @@ def test_a_foreign_secret_under_a_generated_name_refuses_the_pass() -> None:
     _ours(planted)
     parts = ownership.split(ownership.Owner.of(shard_cr()), [], [], {"Secret": [planted]})
     assert not plan(want, Observed(cr=shard_cr(), others=parts.others, foreign=parts.foreign), NOW).errors
+
+
+def test_a_foreign_pvc_under_the_backup_pvc_name_refuses_the_pass() -> None:
+    from ansible_collections.multigres.pools.plugins.module_utils import labels, naming
+
+    from tests.unit.plan.plan_factories import SID
+
+    backup = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+              "metadata": {"name": naming.backup_pvc_name(SID, "z1"), "namespace": "db",
+                           "labels": labels.component_labels(SID, keys.COMPONENT_BACKUP)},
+              "spec": {"resources": {"requests": {"storage": "10Gi"}}}}
+    dp = desired_pool(replicas=1)
+    pod = _ours(live_pod(dp, 0))
+    legacy = {**backup, "metadata": {**backup["metadata"], "uid": "b"}}  # retained by an older version, unmounted
+    result = plan(desired(dp, objects=(backup,)), _split_observed(shard_cr(), [pod], [legacy]), NOW)
+    assert result.actions == []
+    assert f"PersistentVolumeClaim {backup['metadata']['name']} exists but is not this MultigresShard's" in \
+        result.errors[0] and keys.ANN_OWNER_SHARD in result.errors[0]
+    # Mounted by one of the shard's pods: the shard's (upgrade), marked by the pass.
+    _mounting(pod, backup["metadata"]["name"])
+    again = plan(desired(dp, objects=(backup,)), _split_observed(shard_cr(), [pod], [legacy]), NOW)
+    assert not again.errors
