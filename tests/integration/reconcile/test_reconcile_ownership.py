@@ -13,6 +13,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
 
 from tests.conftest import _delete_namespace
+from tests.helpers.polling import eventually
 from tests.integration.reconcile.rig import CELL, POOL, spec
 
 pytestmark = pytest.mark.cluster
@@ -153,6 +154,17 @@ def test_retained_pvcs_are_taken_back_by_a_shard_recreated_under_the_same_name(r
             break
     assert rig.cr() is None and facts.uid(rig.pvcs()[data]) == uid
     rig.create_cr(spec(1))
+    # The deleted shard's generated Secrets hold the names the new one generates: until the garbage
+    # collector removes them, a pass waits (it neither fails nor takes them over).
+    first = rig.run(name="demo")
+    assert all("garbage-collected" in line for line in first.waiting)
+    assert [a for a in first.actions if a["verb"] != "event"] == []  # status and events only
+
+    def collected() -> bool:
+        return not [s for s in rig.client.list("v1", "Secret", rig.namespace)
+                    if any(r.get("kind") == keys.SHARD_KIND and r.get("uid") != facts.uid(rig.cr())
+                           for r in facts.meta(s).get("ownerReferences") or [])]
+    eventually(collected, 180, "the garbage collector to remove the deleted shard's Secrets", interval=1)
     rig.settle(name="demo")
     assert sorted(rig.pods()) == [naming.pod_name(SID, POOL, CELL, 0)]  # on its old PVC, not at a new index
     assert facts.uid(rig.pvcs()[data]) == uid

@@ -151,6 +151,11 @@ def test_a_foreign_secret_under_a_generated_name_refuses_the_pass() -> None:
     result = plan(want, obs, NOW)
     assert result.actions == []
     assert result.errors[0].startswith(f"spec.postgresPasswordSecretRef: the engine generates Secret {gen.secret}")
+    # Left by a deleted MultigresShard of the same name: the pass waits for the garbage collector.
+    planted["metadata"]["ownerReferences"] = [_ref(uid="deleted-uid")]
+    parts = ownership.split(ownership.Owner.of(shard_cr()), [], [], {"Secret": [planted]})
+    waiting = plan(want, Observed(cr=shard_cr(), others=parts.others, foreign=parts.foreign), NOW)
+    assert waiting.actions == [] and not waiting.errors and "garbage-collected" in waiting.waiting[0]
     # Ours (generated with the controller reference): planned around as before, no refusal.
     _ours(planted)
     parts = ownership.split(ownership.Owner.of(shard_cr()), [], [], {"Secret": [planted]})
