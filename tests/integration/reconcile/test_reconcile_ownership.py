@@ -155,10 +155,11 @@ def test_retained_pvcs_are_taken_back_by_a_shard_recreated_under_the_same_name(r
     assert rig.cr() is None and facts.uid(rig.pvcs()[data]) == uid
     rig.create_cr(spec(1))
     # The deleted shard's generated Secrets hold the names the new one generates: until the garbage
-    # collector removes them, a pass waits (it neither fails nor takes them over).
+    # collector removes them, a pass waits (it neither fails nor takes them over). The collector may
+    # already be done (it reacts within seconds once it watches the CRD): then the pass just proceeds.
     first = rig.run(name="demo")
-    assert all("garbage-collected" in line for line in first.waiting)
-    assert [a for a in first.actions if a["verb"] != "event"] == []  # status and events only
+    if any("garbage-collected" in line for line in first.waiting):
+        assert [a for a in first.actions if a["verb"] != "event"] == []  # status and events only
 
     def collected() -> bool:
         return not [s for s in rig.client.list("v1", "Secret", rig.namespace)
