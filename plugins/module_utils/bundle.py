@@ -18,6 +18,7 @@ from typing import Any
 from . import keys, layout
 from .desired import Manifest
 from .requirements_guard import runtime_requirements
+from .spec_policy import SpecPolicy
 
 with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
     from . import monitoring, output
@@ -338,12 +339,22 @@ def _rbac_files(command: str, name: str, grants: tuple[Grant, ...], namespaces: 
     return texts, objects
 
 
+def policy_args(policy: SpecPolicy | None) -> tuple[str, ...]:
+    """The operator's --allowed-* arguments for the non-empty allow-lists of `policy`."""
+    if policy is None:
+        return ()
+    lists = (("--allowed-images", policy.images), ("--allowed-service-accounts", policy.service_accounts),
+             ("--allowed-secrets", policy.secrets))
+    return tuple(f"{flag}={','.join(values)}" for flag, values in lists if values)
+
+
 def files(image: str = DEFAULT_IMAGE, namespaces: tuple[str, ...] = DEFAULT_WATCH_NAMESPACES, *,
-          cluster_wide: bool = False) -> dict[str, str]:
+          cluster_wide: bool = False, policy: SpecPolicy | None = None) -> dict[str, str]:
     """{file name: text} of the whole bundle, kustomization.yaml included.
 
     `namespaces` are the namespaces the operator and the agent watch (a Role and RoleBinding each);
-    `cluster_wide` watches all of them through ClusterRoles instead (`namespaces` is then ignored)."""
+    `cluster_wide` watches all of them through ClusterRoles instead (`namespaces` is then ignored).
+    `policy`: the operator's allow-lists for images, ServiceAccounts and Secrets (spec_policy.py)."""
     if not cluster_wide and not namespaces:
         raise ValueError("namespaces: give at least one namespace to watch, or cluster_wide")
     watched = () if cluster_wide else tuple(sorted(set(namespaces)))
@@ -357,8 +368,11 @@ def files(image: str = DEFAULT_IMAGE, namespaces: tuple[str, ...] = DEFAULT_WATC
     texts: dict[str, str] = {}
     order = ["namespace.yaml", "crd.yaml"]
     # The agent watches every namespace when given none.
-    for name, command, grants, args in ((OPERATOR, "operator", OPERATOR_GRANTS, scope_args),
-                                        (AGENT, "agent", AGENT_GRANTS, () if cluster_wide else scope_args)):
+    for name, command, grants, args in ((OPERATOR, "operator", OPERATOR_GRANTS, scope_args + policy_args(policy)),
+                                        # The shipped agent serves MultigresShards only: a pod no live
+                                        # MultigresShard controls is ignored (agent/trust.py).
+                                        (AGENT, "agent", AGENT_GRANTS,
+                                         ("--owned-pods-only", *(() if cluster_wide else scope_args)))):
         objects[f"{command}-serviceaccount.yaml"] = {
             "apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": name, "namespace": NAMESPACE, "labels": _labels(name)},

@@ -118,6 +118,12 @@ PAUSED_FALSE = "false"
 # here that the engine no longer renders is dropped by the next apply; keys others added stay.
 ANN_CONFIG_KEYS = "pools.multigres.com/config-keys"
 
+# On the PVCs the engine creates for a MultigresShard: that shard's name. A PVC kept by
+# whenDeleted=Retain has no ownerReference (the garbage collector would take it), so this is what
+# proves it is the shard's (ownership.py); a MultigresShard re-created under the same name takes its
+# retained PVCs back. Set it by hand to hand a PVC to a shard (docs/reconcile.md, "Ownership").
+ANN_OWNER_SHARD = "pools.multigres.com/owner-shard"
+
 # On the generated pgBackRest TLS Secret: fingerprint of the names it was issued for.
 ANN_TLS_FINGERPRINT = "pools.multigres.com/tls-fingerprint"
 # On the generated CA and certificate Secrets (tls_policy.py): when the signing CA or the certificate
@@ -163,6 +169,9 @@ class ShardCondition(StrEnum):
     AGENT_STALLED = "AgentStalled"
     DRAIN_STALLED = "DrainStalled"
     TOPOLOGY_UNREACHABLE = "TopologyUnreachable"
+    # True while objects carry the shard's labels without being the shard's (ownership.py); the message
+    # names them. They are ignored: never counted, patched, deleted or adopted.
+    FOREIGN_OBJECTS = "ForeignObjects"
 
 
 # The status of each condition that means something waits or is wrong: what `multigres-pools status`
@@ -173,7 +182,7 @@ SHARD_CONDITION_ATTENTION = {
     ShardCondition.BACKUP_HEALTHY: "False", ShardCondition.DRAIN_ANNOTATIONS_VALID: "False",
     ShardCondition.DECOMMISSION_VALID: "False", ShardCondition.WAITING_FOR_MAINTENANCE_WINDOW: "True",
     ShardCondition.PAUSED: "True", ShardCondition.AGENT_STALLED: "True", ShardCondition.DRAIN_STALLED: "True",
-    ShardCondition.TOPOLOGY_UNREACHABLE: "True",
+    ShardCondition.TOPOLOGY_UNREACHABLE: "True", ShardCondition.FOREIGN_OBJECTS: "True",
 }
 # The pod condition the agent sets while a drain step is stuck past --stall-after.
 POD_CONDITION_DRAIN_STALLED = ShardCondition.DRAIN_STALLED.value

@@ -1,6 +1,8 @@
 """Read the live state of one shard: one list request per kind, by the shard's label selector.
 
-The reader is the API client, the operator's watch caches or a snapshot of them (`snapshot.Reader`)."""
+The reader is the API client, the operator's watch caches or a snapshot of them (`snapshot.Reader`).
+What the labels select is then split by ownership (ownership.py): the planner sees only the shard's
+own objects; the others are kept apart in `foreign`, to be reported and never touched."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import keys, labels
+from . import facts, keys, labels, ownership
 from .naming import ShardId
 
 if TYPE_CHECKING:
@@ -36,6 +38,13 @@ class Observed:
     pods: tuple[Manifest, ...] = ()
     pvcs: tuple[Manifest, ...] = ()
     others: Mapping[str, tuple[Manifest, ...]] = field(default_factory=dict)
+    # Objects with the shard's labels that are not the shard's (ownership.py), each with its kind.
+    foreign: tuple[Manifest, ...] = ()
+    # Other live MultigresShards (name -> uid) that control pods or PVCs with this shard's labels.
+    rivals: Mapping[str, str] = field(default_factory=dict)
+
+    def find_foreign(self, kind: str, name: str) -> Manifest | None:
+        return next((o for o in self.foreign if o.get("kind") == kind and facts.name(o) == name), None)
 
     def find(self, kind: str, name: str) -> Manifest | None:
         pool = {"Pod": self.pods, "PersistentVolumeClaim": self.pvcs}.get(kind) or self.others.get(kind, ())
@@ -76,7 +85,14 @@ def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None
     others = {kind: tuple(client.list(api_version, kind, namespace, shard_sel)) for api_version, kind in kinds}
     others.update({kind: tuple(client.list(api_version, kind, namespace, shard_sel, metadata_only=True))
                    for api_version, kind in metadata_kinds})
-    return Observed(cr=cr, pods=tuple(pods), pvcs=tuple(pvcs), others=others)
+    parts = ownership.split(ownership.Owner.of(cr), pods, pvcs, others)
+    rivals = {}
+    for rival, uid in ownership.rival_refs(parts.foreign).items():
+        live = read_shard(client, namespace, rival)  # a reference to a made-up uid proves nothing
+        if live is not None and facts.uid(live) == uid:
+            rivals[rival] = uid
+    return Observed(cr=cr, pods=parts.pods, pvcs=parts.pvcs, others=parts.others, foreign=parts.foreign,
+                    rivals=rivals)
 
 
 def _gone(obj: Manifest | None, kind: str) -> bool:
@@ -112,4 +128,5 @@ def with_writes(observed: Observed, writes: Iterable[tuple[str, str, str, Manife
                 pool[obj_name] = obj
     pods, pvcs = pools.pop("Pod"), pools.pop("PersistentVolumeClaim")
     others = {kind: tuple(objs.values()) for kind, objs in pools.items()}
-    return Observed(cr=cr, pods=tuple(pods.values()), pvcs=tuple(pvcs.values()), others=others)
+    return Observed(cr=cr, pods=tuple(pods.values()), pvcs=tuple(pvcs.values()), others=others,
+                    foreign=observed.foreign, rivals=observed.rivals)

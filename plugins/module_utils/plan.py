@@ -13,9 +13,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from . import actions, facts, keys, quantity
+from . import actions, facts, keys, ownership, quantity
 from .actions import Action, Phase
-from .desired import Desired
+from .desired import Desired, Manifest
 from .observe import Observed
 from .plan_context import REQUEUE_DRAIN, Context, PoolView, decommission_problems, pool_views
 from .plan_delete import CLEANUP_TIMEOUT, plan_delete
@@ -103,8 +103,64 @@ def _topology_errors(desired: Desired, observed: Observed) -> list[str]:
     return sorted(errors)
 
 
+def _rival_errors(desired: Desired, observed: Observed) -> list[str]:
+    """Another live MultigresShard already runs this cluster/database/shard here (ownership.py): its
+    pods and PVCs carry the same names, so this one may neither create, adopt nor delete them."""
+    sid = desired.shard
+    return [f"spec.clusterName: {sid.cluster} (database {sid.database}, shard {sid.shard}) is already run by "
+            f"MultigresShard {name} (uid {uid}) in this namespace; this MultigresShard takes no action "
+            "while it exists" for name, uid in sorted(observed.rivals.items())]
+
+
+def _names_used_by_pods(desired: Desired) -> list[tuple[str, str, str]]:
+    """(field, kind, name) of the generated Secrets and shared objects the pods use by name."""
+    out = []
+    if desired.generated_password is not None:
+        out.append(("spec.postgresPasswordSecretRef", "Secret", desired.generated_password.secret))
+    if desired.generated_tls is not None:
+        out += [("spec.backup.pgbackrestTLS", "Secret", desired.generated_tls.ca_secret),
+                ("spec.backup.pgbackrestTLS", "Secret", desired.generated_tls.tls_secret)]
+    return out + [("spec", o["kind"], o["metadata"]["name"]) for o in desired.objects]
+
+
+def _left_by_a_deleted_shard(obj: Manifest, observed: Observed) -> bool:
+    """Controlled by a MultigresShard that no longer exists: the garbage collector is removing it."""
+    ref = ownership.controller_ref(obj)
+    return (ref is not None and ref.get("kind") == keys.SHARD_KIND and ref.get("uid") not in observed.rivals.values()
+            and ref.get("uid") != facts.uid(observed.cr or {}))
+
+
+def _collecting(desired: Desired, observed: Observed) -> list[str]:
+    """Objects under the names the pods use that a deleted MultigresShard (of the same name,
+    re-created at once) left behind: the pass waits for the garbage collector instead of refusing."""
+    return sorted(f"{kind} {name} of a deleted MultigresShard is being garbage-collected"
+                  for _field, kind, name in _names_used_by_pods(desired)
+                  if (obj := observed.find_foreign(kind, name)) is not None and _left_by_a_deleted_shard(obj, observed))
+
+
+def _foreign_name_errors(desired: Desired, observed: Observed) -> list[str]:
+    """A Secret the engine would generate, or a shared object it renders, exists under its name but
+    is not the shard's (ownership.py): the pods use these by name, so they would run with someone
+    else's password, certificate or backup volume. (Pool pods and data PVCs go to a free index.)"""
+    errors = []
+    for path, kind, name in _names_used_by_pods(desired):
+        obj = observed.find_foreign(kind, name)
+        if obj is None or _left_by_a_deleted_shard(obj, observed):
+            continue
+        if path != "spec":
+            errors.append(f"{path}: the engine generates Secret {name}, but a Secret of that name exists that "
+                          "this MultigresShard does not control; delete it, or name your own Secret in the spec")
+            continue
+        hint = (f"; if it is this shard's, annotate it {keys.ANN_OWNER_SHARD}=<MultigresShard name>"
+                if kind == "PersistentVolumeClaim" else "")
+        errors.append(f"spec: {kind} {name} exists but is not this MultigresShard's "
+                      f"({ownership.describe([obj])}){hint}")
+    return errors
+
+
 def validate_live(desired: Desired, observed: Observed, views: list[PoolView]) -> list[str]:
-    return _topology_errors(desired, observed) + _storage_errors(views)
+    return (_rival_errors(desired, observed) + _foreign_name_errors(desired, observed)
+            + _topology_errors(desired, observed) + _storage_errors(views))
 
 
 def _shard_finalizer(ctx: Context) -> list[Action]:
@@ -145,6 +201,9 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     errors = validate_live(desired, observed, views)
     if errors:
         return Plan(errors=errors)
+    collecting = _collecting(desired, observed)
+    if collecting:
+        return Plan(waiting=collecting, requeue_after=REQUEUE_DRAIN)
     found = (_shard_finalizer(ctx) + plan_infra(ctx) + plan_generated_tls(ctx) + plan_generated_password(ctx)
              + plan_prune(ctx))
     outcomes = [plan_pool(ctx, view) for view in views]

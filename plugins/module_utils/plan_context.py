@@ -78,6 +78,14 @@ class Context:
         return out
 
 
+def claim_pvc(ctx: Context, pvc: Manifest) -> Manifest:
+    """A PVC manifest marked as the driving MultigresShard's (keys.ANN_OWNER_SHARD), so it stays
+    recognisable when whenDeleted=Retain leaves it without an ownerReference (ownership.py)."""
+    if ctx.observed.cr is not None:
+        pvc.setdefault("metadata", {}).setdefault("annotations", {})[keys.ANN_OWNER_SHARD] = facts.name(ctx.observed.cr)
+    return pvc
+
+
 def has_owner_ref(obj: Manifest, owner: Manifest) -> bool:
     return any(r.get("uid") == owner["uid"] for r in facts.meta(obj).get("ownerReferences") or [])
 
@@ -97,6 +105,9 @@ class PoolView:
     pvcs: dict[int, Manifest]
     sid: naming.ShardId
     cancelled: set[str] = field(default_factory=set)
+    # Indexes whose pod or PVC name is held by a foreign object (ownership.py): never created there,
+    # since applying under that name would take the object over.
+    foreign: set[int] = field(default_factory=set)
 
     @property
     def label(self) -> str:
@@ -156,7 +167,13 @@ def pool_views(desired: Desired, observed: Observed) -> list[PoolView]:
             index = facts.index_of(obj, base)
             if index is not None and facts.name(obj) == naming.data_pvc_name(sid, dp.pool, dp.cell, index):
                 pvcs[index] = obj
-        views.append(PoolView(dp, pods, pvcs, sid))
+        foreign = set()
+        for obj in observed.foreign:
+            index = facts.index_of(obj, base)
+            if index is not None and facts.name(obj) in (naming.pod_name(sid, dp.pool, dp.cell, index),
+                                                         naming.data_pvc_name(sid, dp.pool, dp.cell, index)):
+                foreign.add(index)
+        views.append(PoolView(dp, pods, pvcs, sid, foreign=foreign))
     return views
 
 

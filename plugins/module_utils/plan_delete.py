@@ -98,9 +98,11 @@ def _volumes(ctx: Context, views: list[PoolView], out: DeleteOutcome) -> None:
 
 
 def _others(ctx: Context, out: DeleteOutcome) -> None:
+    owner = ctx.owner
     for kind in sorted(ctx.observed.others):
         for obj in sorted(ctx.observed.others[kind], key=facts.name):
-            if not facts.is_terminating(obj):
+            # With a MultigresShard, only what it controls: an unowned object with copied labels stays.
+            if not facts.is_terminating(obj) and (owner is None or has_owner_ref(obj, owner)):
                 out.actions.append(actions.delete(obj, f"delete {kind} {facts.name(obj)}: shard deleted",
                                                   Phase.DELETE_OTHER))
 

@@ -18,7 +18,7 @@ from . import actions, compare, facts, keys, labels, tls_policy
 from .actions import Action, Phase
 from .desired import Desired, PVCPolicy
 from .observe import INFRA_KINDS
-from .plan_context import Context, has_owner_ref, owner_refs_patch
+from .plan_context import Context, claim_pvc, has_owner_ref, owner_refs_patch
 
 Manifest = dict[str, Any]
 
@@ -36,6 +36,8 @@ def infra_manifest(ctx: Context, obj: Manifest) -> Manifest:
     (the backup PVC follows whenDeleted)."""
     owned = obj["kind"] != "PersistentVolumeClaim" or bool(facts.meta(obj).get("ownerReferences"))
     out = ctx.owned(obj, owner=owned)
+    if out["kind"] == "PersistentVolumeClaim":
+        claim_pvc(ctx, out)
     if out["kind"] == "ConfigMap":
         out["metadata"].setdefault("annotations", {})[keys.ANN_CONFIG_KEYS] = ",".join(sorted(out.get("data") or {}))
     return out
@@ -109,6 +111,8 @@ def plan_infra(ctx: Context) -> list[Action]:
         want = infra_manifest(ctx, obj)
         kind, name = want["kind"], want["metadata"]["name"]
         live = ctx.observed.find(kind, name)
+        if live is None and ctx.observed.find_foreign(kind, name) is not None:
+            continue  # another owner's object holds the name: applying would take it over (ForeignObjects)
         if live is None:
             out.append(actions.apply(want, f"create {kind} {name}", Phase.INFRA))
             continue

@@ -25,6 +25,7 @@ from .plan_context import (
     REQUEUE_PODS,
     Context,
     PoolView,
+    claim_pvc,
     has_owner_ref,
     owner_refs_patch,
     pvc_owner_wanted,
@@ -67,7 +68,7 @@ def pod_manifest(ctx: Context, view: PoolView, index: int) -> Manifest:
 
 
 def pvc_manifest(ctx: Context, view: PoolView, index: int) -> Manifest:
-    pvc = ctx.owned(view.dp.pvc(index), owner=pvc_owner_wanted(view.dp.when_deleted))
+    pvc = claim_pvc(ctx, ctx.owned(view.dp.pvc(index), owner=pvc_owner_wanted(view.dp.when_deleted)))
     pvc["metadata"].setdefault("labels", {})[keys.LABEL_INDEX] = str(index)
     return pvc
 
@@ -150,6 +151,10 @@ class PoolPlanner:
                 reasons.append(f"whenDeleted={self.dp.when_deleted}: "
                                + ("owner reference to the shard added, deleted with it" if want_owner
                                   else "owner reference removed, outlives the shard"))
+            if owner and facts.annotations(pvc).get(keys.ANN_OWNER_SHARD) != owner["name"]:
+                # Mounted by our pod but written by an older version, or re-taken by a re-created shard.
+                body.setdefault("metadata", {})["annotations"] = {keys.ANN_OWNER_SHARD: owner["name"]}
+                reasons.append(f"marked as MultigresShard {owner['name']}'s ({keys.ANN_OWNER_SHARD})")
             live_size = ((pvc.get("spec") or {}).get("resources") or {}).get("requests", {}).get("storage")
             if live_size and quantity.parse(self.dp.storage_size) > quantity.parse(live_size):
                 body["spec"] = {"resources": {"requests": {"storage": self.dp.storage_size}}}
@@ -165,7 +170,7 @@ class PoolPlanner:
         missing = self.dp.replicas - len(self.view.members())
         if missing <= 0:
             return
-        occupied = set(self.view.pods) | self.view.reserved_indexes()
+        occupied = set(self.view.pods) | self.view.reserved_indexes() | self.view.foreign
         free_with_pvc = sorted(i for i, pvc in self.view.pvcs.items() if i not in occupied and _usable(pvc))
         blocked = {i for i, pvc in self.view.pvcs.items() if not _usable(pvc)}
         candidates = iter(free_with_pvc + [i for i in range(len(occupied) + len(self.view.pvcs) + missing + 1)

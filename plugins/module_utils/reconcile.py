@@ -24,6 +24,7 @@ from .kube import KubeClient
 from .plan_delete import CLEANUP_TIMEOUT
 from .requirements_guard import runtime_requirements
 from .snapshot import Reader
+from .spec_policy import SpecPolicy
 
 with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
     from . import inputs, model
@@ -52,6 +53,8 @@ class Request:
 
     def stall_after(self) -> float:
         return self.agent_stall_after if self.agent_stall_after is not None else stalls.configured_agent_stall_after()
+    # The operator's allow-lists for images, ServiceAccounts and Secrets (spec_policy.py); empty allows all.
+    policy: SpecPolicy = field(default_factory=SpecPolicy)
 
 
 @dataclass
@@ -194,6 +197,9 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
     result = Result()
     try:
         spec, namespace = _load(request, cr)
+        refused = request.policy.problems(spec)
+        if refused:
+            raise model.SpecError(refused)
         owner = {"name": facts.name(cr), "uid": facts.uid(cr) or ""} if cr else None
         project_ref = facts.annotations(cr).get(keys.ANN_PROJECT_REF) if cr else None
         desired = render.desired_state(spec, namespace, owner=owner, project_ref=project_ref,

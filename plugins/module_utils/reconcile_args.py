@@ -17,6 +17,10 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "context": {"type": "str"},
     "observed": {"type": "path"},
     "read_owned_by_name": {"type": "bool", "default": False},
+    # The operator's allow-lists (spec_policy.py): a list, or one comma-separated string; empty allows all.
+    "allowed_images": {"type": "list", "elements": "str", "default": []},
+    "allowed_service_accounts": {"type": "list", "elements": "str", "default": []},
+    "allowed_secrets": {"type": "list", "elements": "str", "default": []},
 }
 REQUIRED_ONE_OF = [("shard", "spec", "name")]
 MUTUALLY_EXCLUSIVE = [("shard", "spec", "name")]

@@ -11,6 +11,7 @@ from . import kube, snapshot
 from .reconcile import Request, request_problems, run_pass
 from .reconcile_args import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, REQUIRED_BY, REQUIRED_ONE_OF
 from .requirements_guard import runtime_requirements
+from .spec_policy import SpecPolicy
 
 with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
     from yaml import YAMLError
@@ -25,7 +26,9 @@ def request(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> Reque
                                **params["shard"]} if params["shard"] else None,
                    check_mode=check_mode, diff=diff, cleanup_timeout=params["cleanup_timeout"], observed=observed,
                    agent_stall_after=params.get("agent_stall_after"),
-                   read_owned_by_name=bool(params.get("read_owned_by_name")))
+                   read_owned_by_name=bool(params.get("read_owned_by_name")),
+                   policy=SpecPolicy.of(params.get("allowed_images"), params.get("allowed_service_accounts"),
+                                        params.get("allowed_secrets")))
 
 
 def run(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> tuple[dict[str, Any], list[str]]:

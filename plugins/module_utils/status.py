@@ -18,7 +18,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from . import drain_annotations, facts, keys, stalls, tls_policy
+from . import drain_annotations, facts, keys, ownership, stalls, tls_policy
 from .actions import Action, event
 from .desired import Desired
 from .observe import Observed
@@ -151,6 +151,9 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
                    "UnknownPod" if result.decommission_problems else "Valid", "; ".join(result.decommission_problems)),
         _condition(C.WAITING_FOR_MAINTENANCE_WINDOW, bool(result.deferred),
                    "OutsideMaintenanceWindow" if result.deferred else "NothingDeferred", "; ".join(result.deferred)),
+        _condition(C.FOREIGN_OBJECTS, bool(observed.foreign), "LabelsWithoutOwnership" if observed.foreign
+                   else "NoneFound", (ownership.describe(observed.foreign) + ": they carry this shard's labels but "
+                                      "not its ownership, and are ignored") if observed.foreign else ""),
         _condition(C.PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
                    result.pause_message[:32768]),
     ]
@@ -225,6 +228,9 @@ def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> lis
     if bad.get("status") == "False" and was_bad.get("message") != bad["message"]:
         out.append(event(cr, "Warning", "DecommissionIgnored", bad["message"]))
     out += _stall_events(cr, before, now)
+    foreign, was_foreign = now.get(C.FOREIGN_OBJECTS) or {}, before.get(C.FOREIGN_OBJECTS) or {}
+    if foreign.get("status") == "True" and was_foreign.get("message") != foreign["message"]:
+        out.append(event(cr, "Warning", C.FOREIGN_OBJECTS, foreign["message"]))
     paused, was_paused = now.get(C.PAUSED) or {}, (before.get(C.PAUSED) or {}).get("status") == "True"
     if paused.get("status") == "True" and not was_paused:
         out.append(event(cr, "Warning" if paused["reason"] != "Paused" else "Normal", "Paused", paused["message"]))

@@ -80,6 +80,27 @@ options:
         apply and reads with lists.
     type: bool
     default: false
+  allowed_images:
+    description:
+      - Images a spec may set in C(spec.images); an entry ending in C(*) is a prefix. A spec naming
+        another is refused (ConfigurationValid=False, the field named). Empty allows every image;
+        unset images (the version's defaults) are always allowed.
+    type: list
+    elements: str
+    default: []
+  allowed_service_accounts:
+    description: ServiceAccounts a spec may name (C(spec.backup.s3.serviceAccountName)), as I(allowed_images).
+    type: list
+    elements: str
+    default: []
+  allowed_secrets:
+    description:
+      - Secrets a spec may name (C(postgresPasswordSecretRef), C(backup.s3.credentialsSecret),
+        C(backup.pgbackrestTLS.secretName), C(images.imagePullSecrets)), as I(allowed_images).
+        Secrets the engine generates are never checked.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full

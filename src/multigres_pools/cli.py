@@ -32,6 +32,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.model import (
     SpecError,
     value_problem,
 )
+from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy, parse_list
 
 from . import cli_help
 from .version import version
@@ -199,7 +200,10 @@ def cmd_install_bundle(args: argparse.Namespace) -> int:
     if args.cluster_wide and args.watch_namespace:
         raise UsageError("--cluster-wide watches every namespace: leave out --watch-namespace")
     namespaces = tuple(args.watch_namespace) or bundle.DEFAULT_WATCH_NAMESPACES
-    changed = output.write_folder(bundle.files(args.image, namespaces, cluster_wide=args.cluster_wide), args.output)
+    policy = SpecPolicy(parse_list(args.allowed_images), parse_list(args.allowed_service_accounts),
+                        parse_list(args.allowed_secrets))
+    changed = output.write_folder(bundle.files(args.image, namespaces, cluster_wide=args.cluster_wide, policy=policy),
+                                  args.output)
     print(f"{args.output}: install bundle, {len(changed)} files changed", file=sys.stderr)
     return 0
 
@@ -285,6 +289,10 @@ def parser() -> argparse.ArgumentParser:
                             "(repeatable)")
     scope.add_argument("--cluster-wide", action="store_true",
                        help="watch every namespace, through ClusterRoles and ClusterRoleBindings")
+    allow = b.add_argument_group("allow-lists of the operator (comma-separated, `*` ends a prefix; default: allow all)")
+    for flag, what in (("--allowed-images", "images"), ("--allowed-service-accounts", "ServiceAccounts"),
+                       ("--allowed-secrets", "Secrets")):
+        allow.add_argument(flag, default="", help=f"{what} a MultigresShard may name (docs/install.md)")
     b.set_defaults(run=cmd_install_bundle)
 
     c = _sub(sub, "completion", "print a shell completion script")

@@ -23,6 +23,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube import Creden
 from .. import cli_help, dataplane, lease, logs, metrics_access
 from ..dataplane.etcd import EtcdTLS
 from ..dataplane.grpc_tls import GrpcTLS
+from . import trust
 from .context import AgentConfig, Context
 from .core import Agent
 from .kube import DEFAULT_REQUEST_TIMEOUT_S, Kube
@@ -71,6 +72,12 @@ def parser() -> argparse.ArgumentParser:
                    help="default BackupHealthy threshold in seconds (the shard's backup.healthThreshold wins)")
     p.add_argument("--no-prune", action="store_true", help="never delete pooler records that match no pod")
     p.add_argument("--no-register", action="store_true", help="never register the database and cells")
+    p.add_argument("--owned-pods-only", action="store_true",
+                   help="act only on pool pods controlled by a MultigresShard (the install bundle sets it); "
+                        "without it, pods with no controller (shards driven from vars) are served too")
+    p.add_argument("--shard-selector", default="",
+                   help="act only for MultigresShards whose labels match this equality-based selector "
+                        "(`team=db,tier!=test`); pods with no MultigresShard are then ignored")
     lease.add_arguments(p, keys.AGENT_LEASE_NAME, os.environ.get("POD_NAMESPACE", "default"),
                         "namespace of the Lease (default: $POD_NAMESPACE, else default)")
     p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(),
@@ -207,6 +214,10 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
             args.grpc_ca or args.grpc_cert or args.grpc_key) else None
     except ValueError as exc:
         p.error(str(exc))
+    try:
+        trust.parse_shard_selector(args.shard_selector)
+    except ValueError as exc:
+        p.error(f"--shard-selector: {exc}")
     timing = lease.timing_from(args, p)
     creds = load_credentials(args.kubeconfig)
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
@@ -215,6 +226,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
         poll_interval_s=args.poll_interval,
         backup_interval_s=args.backup_interval, backup_stale_after_s=args.backup_stale_after,
         prune=not args.no_prune, register_topology=not args.no_register,
+        allow_unowned_pods=not args.owned_pods_only, shard_selector=args.shard_selector,
     )
     version = default_version(args)
 

@@ -12,7 +12,7 @@ from typing import Any
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
 from ..dataplane.base import DataPlane, Leadership, Pooler, PoolerId, ShardTopology, match_pod
-from . import podinfo
+from . import podinfo, trust
 from .kube import Kube
 from .metrics import Metrics
 
@@ -30,6 +30,11 @@ class AgentConfig:
     backup_stale_after_s: float = 25 * 3600.0
     prune: bool = True
     register_topology: bool = True
+    # Act on pool pods that have no controller at all (shards driven from vars, without a
+    # MultigresShard). Pods controlled by a MultigresShard must match its live uid either way (trust.py).
+    allow_unowned_pods: bool = True
+    # Equality-based label selector on MultigresShards (trust.py): only matching shards are served.
+    shard_selector: str = ""
 
 
 class SimulatedCrash(BaseException):
@@ -133,14 +138,21 @@ class ShardView:
         self.dataplane, self._leaders = fresh.dataplane, {}
 
     def own(self, pod: Obj) -> Pooler | None:
-        return match_pod(self.poolers or [], podinfo.name(pod))
+        """The pod's record: one of this namespace's records of the shard (trust.py) that names it."""
+        ours = [r for r in self.poolers or [] if trust.record_belongs(r, self.topology, self.namespace)]
+        return match_pod(ours, podinfo.name(pod))
 
     def own_id(self, pod: Obj) -> PoolerId | None:
+        """The pod's pooler id: its record's, else the one its flags name, unless a record of that id
+        is another pod's (the flags are the pod author's: they never make another record this pod's)."""
         rec = self.own(pod)
         if rec is not None:
             return rec.id
         top = podinfo.pod_topology(pod)
-        return top.pooler_id if top else None
+        if top is None:
+            return None
+        taken = next((r for r in self.poolers or [] if r.id == top.pooler_id), None)
+        return None if taken is not None else top.pooler_id
 
     def _leadership(self, me: Pooler | None) -> Leadership:
         """Leadership among the records other than `me`; era A trusts the records, v0.1.0 asks the

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
-from . import backup_health, podinfo, roles, topology, topology_health
+from . import backup_health, podinfo, roles, topology, topology_health, trust
 from .context import Context, NotLeader, Obj, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
 from .kube import Conflict, KubeUnavailable
@@ -32,9 +32,11 @@ class Agent:
         self._known: set[ShardRef] = set()
         self._crs: dict[tuple[str, str], float] = {}  # (ns, name) -> last backup check
         self._registered: dict[tuple, tuple[float, object]] = {}
-        self._retired: set[tuple] = set()
+        # Topologies a MultigresShard's deletion cleaned up -> that shard's uid (see _maybe_register).
+        self._retired: dict[tuple, str] = {}
         self._mismatched: set[tuple] = set()  # shards already warned about a version mismatch
         self._topology_failing: dict[tuple[str, str], float] = {}  # (ns, shard) -> first failed read
+        self._untrusted: set[tuple] = set()  # pods already reported as not ours to act on (trust.py)
         self.passes = 0
         self.last_error: str = ""
 
@@ -78,7 +80,7 @@ class Agent:
         self.reconcile(self.remember(pod))
 
     def on_shard(self, shard: Obj) -> None:
-        if not self.is_leader():
+        if not self.is_leader() or not trust.shard_selected(shard, self.ctx.config.shard_selector):
             return
         with self._leader_only(), self._kube_retried(podinfo.namespace(shard)):
             self._on_shard(shard)
@@ -90,7 +92,8 @@ class Agent:
             topo = podinfo.cr_topology(shard)
             if topo is not None:
                 with self._guard:
-                    self._retired.add(topo.key)  # its pods must not re-register what was cleaned up
+                    # its pods must not re-register what was cleaned up
+                    self._retired[topo.key] = str(podinfo.meta(shard).get("uid") or "")
             return
         spec = shard.get("spec") or {}
         sid = naming.ShardId(spec.get("clusterName", ""), spec.get("databaseName", "postgres"),
@@ -155,11 +158,37 @@ class Agent:
 
     def _groups(self, namespace: str, selector: dict[str, str]) -> dict[tuple, list[Obj]]:
         groups: dict[tuple, list[Obj]] = {}
+        uids: dict[str, str | None] = {}
+
+        config = self.ctx.config
+
+        def live_uid(name: str) -> str | None:
+            if name not in uids:
+                shard = self.ctx.kube.get_shard(namespace, name)
+                selected = shard is not None and trust.shard_selected(shard, config.shard_selector)
+                uids[name] = podinfo.meta(shard).get("uid") if selected else None
+            return uids[name]
+
+        unowned = config.allow_unowned_pods and not config.shard_selector
         for pod in self.ctx.kube.list_pool_pods(namespace, selector):
+            if not trust.pod_trusted(pod, live_uid, allow_unowned=unowned):
+                self._ignored(pod)
+                continue
             top = podinfo.pod_topology(pod)
             if top is not None:
                 groups.setdefault(top.shard_key, []).append(pod)
         return groups
+
+    def _ignored(self, pod: Obj) -> None:
+        """A pod with pool labels the agent may not act on (trust.py): logged once per pod."""
+        key = (podinfo.namespace(pod), podinfo.name(pod), podinfo.meta(pod).get("uid"))
+        with self._guard:
+            if key in self._untrusted:
+                return
+            self._untrusted.add(key)
+        self.ctx.metrics.reconcile_errors.labels("untrusted-pod").inc()
+        self.ctx.log.warning("ignoring a pool pod that no MultigresShard it names controls",
+                             extra={"namespace": key[0], "pod": key[1]})
 
     def _reconcile(self, ref: ShardRef) -> list[ShardView]:
         namespace, selector = ref[0], dict(ref[1])
@@ -246,7 +275,10 @@ class Agent:
         ctx = self.ctx
         if not ctx.config.register_topology or view.poolers is None or view.dataplane is None:
             return
-        if view.topology.key in self._retired or (view.shard is not None and (
+        retired_by = self._retired.get(view.topology.key)
+        # Another live MultigresShard of the same topology (a copy asked for the cleanup) still registers.
+        retired = retired_by is not None and (view.shard is None or podinfo.meta(view.shard).get("uid") == retired_by)
+        if retired or (view.shard is not None and (
                 podinfo.deleting(view.shard) or podinfo.annotations(view.shard).get(keys.ANN_TOPOLOGY_CLEANUP))):
             return  # never re-register what a shard deletion is cleaning up
         generation = (podinfo.meta(view.shard).get("generation") if view.shard else None, view.topology.cells)

@@ -160,10 +160,12 @@ def _perform(ctx: Context, view: ShardView, pod: Obj, facts: Facts, effect: Effe
                     facts.extra["message"] = f"pooler unreachable, removing it anyway: {exc.message}"
             facts.ineligible_done = True
         elif effect is Effect.REMOVE_STANDBY:
-            plane.remove_standby(view.primary_other_than(pod), own_id, own.native if own else None)
+            if own_id is not None:  # None: the pod names another pod's record (trust.py); nothing of its own
+                plane.remove_standby(view.primary_other_than(pod), own_id, own.native if own else None)
             facts.removal_done = True
         else:
-            plane.unregister(view.topology, own_id)
+            if own_id is not None:
+                plane.unregister(view.topology, own_id)
             facts.unregistered = True
     except DataPlaneError as exc:
         facts.extra["message"] = exc.message

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
 from ..dataplane.base import DataPlaneError, Pooler, match_pod
-from . import podinfo
+from . import podinfo, trust
 from .context import Context, Obj, ShardView
 
 PRIMARY = keys.Role.PRIMARY.value
@@ -89,7 +89,10 @@ def prune(ctx: Context, view: ShardView) -> list[str]:
     if not ctx.config.prune or view.poolers is None or view.dataplane is None or not view.pods:
         return []
     gone = []
-    for rec in prunable(view.poolers, view.pods):
+    # Only this namespace's records of the shard (trust.py): pods elsewhere that copy its topology
+    # have no say over them.
+    ours = [r for r in view.poolers if trust.record_belongs(r, view.topology, view.namespace)]
+    for rec in prunable(ours, view.pods):
         ctx.effect("prune")
         try:
             view.dataplane.unregister(view.topology, rec.id)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from ..dataplane.base import DatabaseRegistration, DataPlaneError
-from . import podinfo
+from ..dataplane.base import DatabaseRegistration, DataPlaneError, Pooler, ShardTopology
+from . import podinfo, trust
 from .context import Context, Obj, ShardView
 
 
@@ -45,6 +45,11 @@ def cleanup(ctx: Context, shard: Obj) -> str | None:
 
     Unregisters every pooler record of the shard, then the database and every cell no other database
     lists, then answers `done` (or `skipped` when the shard names no topology server).
+
+    Only records that are this MultigresShard's (trust.py): of its namespace and shard, and whose pod,
+    if it still exists, it controls. A MultigresShard that copies another one's topology (same
+    namespace or not) thus removes nothing of it; while such records remain, the database record
+    stays too, and the event names what was kept.
     """
     if podinfo.annotations(shard).get(keys.ANN_TOPOLOGY_CLEANUP) != keys.TopologyCleanup.REQUESTED:
         return None
@@ -53,13 +58,19 @@ def cleanup(ctx: Context, shard: Obj) -> str | None:
     if topo is not None:
         try:
             plane = ctx.plane_for(shard)
-            removed = []
+            removed, kept = [], []
             for pooler in plane.list_poolers(topo):
+                if not _cleanup_may_remove(ctx, shard, topo, pooler):
+                    kept.append(f"pooler {pooler.id}")
+                    continue
                 ctx.effect("cleanup:unregister")
                 plane.unregister(topo, pooler.id)
                 removed.append(f"pooler {pooler.id}")
-            ctx.effect("cleanup:database")
-            removed += plane.unregister_database(topo, topo.database, topo.cells)
+            if kept:
+                removed.append(f"kept (not this MultigresShard's): {', '.join(kept)} and the database record")
+            else:
+                ctx.effect("cleanup:database")
+                removed += plane.unregister_database(topo, topo.database, topo.cells)
         except (DataPlaneError, ValueError) as exc:
             ctx.kube.event(shard, "TopoCleanupFailed", f"topology cleanup failed: {getattr(exc, 'message', exc)}",
                            warning=True)
@@ -69,3 +80,11 @@ def cleanup(ctx: Context, shard: Obj) -> str | None:
     ctx.effect("write:topology-cleanup")
     ctx.kube.patch_shard_annotations(shard, {keys.ANN_TOPOLOGY_CLEANUP: result.value})
     return result.value
+
+
+def _cleanup_may_remove(ctx: Context, shard: Obj, topo: ShardTopology, pooler: Pooler) -> bool:
+    namespace = podinfo.namespace(shard)
+    if not trust.record_belongs(pooler, topo, namespace):
+        return False
+    pod = ctx.kube.get_pod(namespace, pooler.hostname.split(".")[0]) if pooler.hostname else None
+    return pod is None or trust.controlled_by(pod, shard)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import keys, spec_policy
 
 from .. import cli_help, lease, logs, metrics_access
 from . import cpu
@@ -81,6 +81,13 @@ def parser() -> argparse.ArgumentParser:
                         "namespace of the Lease (default: $POD_NAMESPACE, else the first watched namespace)")
     p.add_argument("--identity", default=env("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
                    help="holder identity in the Lease (default: $POD_NAME, else host-pid)")
+    for flag, var, what in (("--allowed-images", spec_policy.ENV_ALLOWED_IMAGES, "images"),
+                            ("--allowed-service-accounts", spec_policy.ENV_ALLOWED_SERVICE_ACCOUNTS,
+                             "ServiceAccounts"),
+                            ("--allowed-secrets", spec_policy.ENV_ALLOWED_SECRETS, "Secrets")):
+        p.add_argument(flag, default=env(var, ""),
+                       help=f"comma-separated {what} a MultigresShard may name; an entry ending in * is a "
+                            f"prefix; empty allows all (default: ${var}; docs/install.md)")
     p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"),
                    help="DEBUG, INFO, WARNING or ERROR (default: $LOG_LEVEL, else INFO)")
     p.add_argument("--log-format", choices=("json", "text"), default=env("LOG_FORMAT", "json"),
@@ -155,11 +162,16 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
         envvars[keys.ENV_AGENT_STALL_AFTER] = os.environ[keys.ENV_AGENT_STALL_AFTER]
     if args.leader_elect:
         envvars[keys.ENV_WRITE_FENCE] = str(args.artifacts_dir / FENCE_FILE)
+    policy = spec_policy.SpecPolicy(spec_policy.parse_list(args.allowed_images),
+                                    spec_policy.parse_list(args.allowed_service_accounts),
+                                    spec_policy.parse_list(args.allowed_secrets))
+    envvars.update(policy.environment())  # the role passes them to the module (roles/shard/defaults)
     runner = PlaybookRunner(root=args.artifacts_dir, playbook=args.playbook or DEFAULT_PLAYBOOK,
                             keep_artifacts=args.keep_artifacts, envvars=envvars)
     loop_settings = Settings(concurrency=concurrency, coalesce=args.coalesce, resync_period=args.resync_period,
                              shutdown_grace=args.shutdown_grace, batch_size=args.batch_size,
-                             full_check_period=args.full_check_period, warm_runners=args.warm_runners)
+                             full_check_period=args.full_check_period, warm_runners=args.warm_runners,
+                             policy=policy)
 
     def may_write() -> bool:
         # Before every run and every poll of a running one: a frozen instance that resumes is

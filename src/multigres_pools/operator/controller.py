@@ -15,11 +15,12 @@ import shutil
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
 
 from . import artifacts
 from .backoff import Backoff
@@ -68,6 +69,9 @@ class Settings:
     warm_runners: bool = True
     # A warm run that got no batch for this long ends and is replaced.
     warm_idle_timeout: float = 300.0
+    # The allow-lists for images, ServiceAccounts and Secrets (spec_policy.py); the playbook runs get
+    # the same through the environment, so the in-process decision and the run agree.
+    policy: SpecPolicy = field(default_factory=SpecPolicy)
 
 
 def split_concurrency(concurrency: int, batch_size: int) -> tuple[int, int]:
@@ -242,7 +246,7 @@ class Controller:
         out: dict[ShardKey, Verdict | None] = {}
         for key in keys:
             full = self.settings.full_check_period > 0 and self._full_due.get(key, float("inf")) <= now
-            out[key] = decide_shard(self.view, key, self.snapshots, full_check=full)
+            out[key] = decide_shard(self.view, key, self.snapshots, full_check=full, policy=self.settings.policy)
         return out
 
     async def reconcile_batch(self, keys: Sequence[ShardKey], forks: int | None = None,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ansible_collections.multigres.pools.plugins.module_utils import snapshot
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, decide
+from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
 
 from .cache import CacheView
 from .outcome import Outcome, Result
@@ -49,7 +50,7 @@ def _outcome(errors: list[str], invalid: bool, requeue_after: float) -> Outcome:
 
 
 def decide_shard(view: CacheView, key: ShardKey, snapshot_dir: Path, *, full_check: bool = False,
-                 now: dt.datetime | None = None) -> Verdict | None:
+                 now: dt.datetime | None = None, policy: SpecPolicy | None = None) -> Verdict | None:
     """The verdict for one shard from the caches; None when the cache has no such shard."""
     started = time.perf_counter()
     cr = view.cache.shard(key)
@@ -58,7 +59,8 @@ def decide_shard(view: CacheView, key: ShardKey, snapshot_dir: Path, *, full_che
     namespace, name = key
     recorder = snapshot.Recorder(view)
     try:
-        decision = decide(recorder, Request(namespace=namespace, name=name), cr, now or dt.datetime.now(dt.UTC))
+        decision = decide(recorder, Request(namespace=namespace, name=name, policy=policy or SpecPolicy()), cr,
+                          now or dt.datetime.now(dt.UTC))
     except Exception as exc:  # the playbook is the authority: let it try, list live, and report
         log.warning("%s/%s: in-process decision failed, handing it to the playbook: %s", namespace, name, exc)
         return Verdict(key, True, "decision failed", seconds=time.perf_counter() - started)

@@ -182,8 +182,9 @@ def test_pruning_removes_records_without_pods(rig_factory) -> None:
     from multigres_pools.playground.era_a_double import MultipoolerPeer
 
     rig = rig_factory()
-    ghost = MultipoolerPeer(cell="zone1", service_id="p-ghost000", hostname="gone-pod.hl.x.svc")
-    ghost_primary = MultipoolerPeer(cell="zone1", service_id="p-ghost001", hostname="gone-2.hl.x.svc",
+    # Records of the shard's namespace (agent/trust.py: records of another namespace are never pruned).
+    ghost = MultipoolerPeer(cell="zone1", service_id="p-ghost000", hostname=f"gone-pod.hl.{rig.namespace}.svc")
+    ghost_primary = MultipoolerPeer(cell="zone1", service_id="p-ghost001", hostname=f"gone-2.hl.{rig.namespace}.svc",
                                     role="PRIMARY")
     for g in (ghost, ghost_primary):
         g.register(rig.etcd_endpoint, rig.root)

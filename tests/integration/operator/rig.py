@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, load_credentials
+from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
 
 from multigres_pools.operator.cache import WATCHED
 from multigres_pools.operator.controller import Controller, Settings
@@ -33,12 +34,16 @@ class LiveOperator:
     """Controller + one informer per watched kind, on an event loop in a thread of its own."""
 
     def __init__(self, kubeconfig: Path, namespace: str, root: Path, *, concurrency: int = 2,
-                 batch_size: int = 10, playbook: Path = DEFAULT_PLAYBOOK, warm: bool = True) -> None:
+                 batch_size: int = 10, playbook: Path = DEFAULT_PLAYBOOK, warm: bool = True,
+                 policy: SpecPolicy | None = None) -> None:
         self.creds = load_credentials(str(kubeconfig))
         self.clients: list[KubeClient] = []
-        runner = PlaybookRunner(root=root, playbook=playbook, envvars={"KUBECONFIG": str(kubeconfig)})
+        policy = policy or SpecPolicy()
+        # As the operator's main does: the runs get the allow-lists through the environment.
+        runner = PlaybookRunner(root=root, playbook=playbook,
+                                envvars={"KUBECONFIG": str(kubeconfig), **policy.environment()})
         self.ctl = Controller(runner, Settings(concurrency, coalesce=0.05, resync_period=3600, batch_size=batch_size,
-                                               warm_runners=warm), live=self._client)
+                                               warm_runners=warm, policy=policy), live=self._client)
         self.namespace = namespace
         self.loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None

@@ -58,7 +58,8 @@ def generated_secrets(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The metadata of the Secrets a generate action creates (the cache holds Secret metadata only)."""
     def meta(name: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
         return {"apiVersion": "v1", "kind": "Secret", "metadata": {
-            "name": name, "namespace": NS, "labels": dict(gen.labels), "annotations": annotations or {}}}
+            "name": name, "namespace": NS, "labels": dict(gen.labels), "annotations": annotations or {},
+            "ownerReferences": list(body.get("ownerReferences") or [])}}  # as the applier writes them
     if "tls" in body:
         gen = body["tls"]
         made = tls.renew(tls.Step(body["step"]), None, gen.common_name, gen.dns_names, NOW)  # the apply step's dates

@@ -86,7 +86,7 @@ def live_pod(dp: DesiredPool, index: int, *, ready: bool = True, role: str | Non
 
 
 def live_pvc(dp: DesiredPool, index: int, *, size: str | None = None, owned: bool = False,
-             resize_pending: bool = False, annotations: dict[str, str] | None = None,
+             resize_pending: bool = False, annotations: dict[str, str | None] | None = None,
              terminating: bool = False) -> Manifest:
     pvc = dp.pvc(index)
     md = pvc["metadata"]
@@ -97,8 +97,9 @@ def live_pvc(dp: DesiredPool, index: int, *, size: str | None = None, owned: boo
     if owned:
         md["ownerReferences"] = [{"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": "demo",
                                   "uid": CR_UID, "controller": True}]
-    if annotations:
-        md["annotations"] = dict(annotations)
+    # As the engine creates them: marked as the shard's (ownership.py); None leaves the mark out.
+    md["annotations"] = {keys.ANN_OWNER_SHARD: "demo", **(annotations or {})}
+    md["annotations"] = {k: v for k, v in md["annotations"].items() if v is not None}
     if terminating:
         md["deletionTimestamp"] = "2026-05-01T11:58:00Z"
     pvc["status"] = {"phase": "Bound"}

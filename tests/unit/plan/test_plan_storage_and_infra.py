@@ -95,6 +95,7 @@ def test_retained_backup_pvc_loses_our_owner_reference():
                            "labels": labels.component_labels(SID, keys.COMPONENT_BACKUP)},
               "spec": {"resources": {"requests": {"storage": "10Gi"}}}}
     live = {**backup, "metadata": {**backup["metadata"], "uid": "b", "resourceVersion": "5",
+                                   "annotations": {keys.ANN_OWNER_SHARD: "demo"},  # as the engine creates it
                                    "ownerReferences": [{"uid": "cr-uid-1", "kind": keys.SHARD_KIND}]}}
     result = plan(desired(dp, objects=(backup,)), observed(pods, [*pvcs, live], cr=shard_cr()), NOW)
     assert [(a.verb, a.body) for a in result.actions] == [("patch", {"metadata": {"ownerReferences": []}})]

@@ -189,9 +189,9 @@ def test_namespaced_by_default_one_role_and_binding_per_watched_namespace():
             assert rule["verbs"] in (["create"], ["get"]), rule
     for ns in ("db", "db2"):
         assert {("Role", ns), ("RoleBinding", ns)} <= kinds
-    for component in ("operator", "agent"):
+    for component, extra in (("operator", []), ("agent", ["--owned-pods-only"])):
         args = files[f"{component}-deployment.yaml"]["spec"]["template"]["spec"]["containers"][0]["args"]
-        assert args[3:] == ["--namespace", "db", "--namespace", "db2"]
+        assert args[3:] == [*extra, "--namespace", "db", "--namespace", "db2"]
         assert "--metrics-auth=kubernetes" in args and any(a.endswith("=0.0.0.0:8080") for a in args)
     # The install namespace watched too: one Role there, holding the Lease grant as well.
     both = {name: yaml.safe_load(text) for name, text in
