@@ -21,7 +21,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import model
+from .requirements_guard import runtime_requirements
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from . import model
 
 # The environment variables the operator reads its allow-lists from (comma-separated).
 ENV_ALLOWED_IMAGES = "MULTIGRES_POOLS_ALLOWED_IMAGES"
