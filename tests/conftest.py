@@ -80,8 +80,7 @@ def topo_etcd(_cluster) -> TopoEtcd:  # type: ignore[no-untyped-def]
     return TopoEtcd(_cluster.topo_etcd.host, _cluster.topo_etcd.port)
 
 
-@pytest.fixture
-def namespace(kube: Kube) -> Iterator[str]:
+def _test_namespace(kube: Kube) -> Iterator[str]:
     from kubernetes import client
 
     core = client.CoreV1Api(kube.api_client())
@@ -91,6 +90,17 @@ def namespace(kube: Kube) -> Iterator[str]:
         yield name
     finally:
         _delete_namespace(core, name)
+
+
+@pytest.fixture
+def namespace(kube: Kube) -> Iterator[str]:
+    yield from _test_namespace(kube)
+
+
+@pytest.fixture
+def other_namespace(kube: Kube) -> Iterator[str]:
+    """A second namespace, for what another user does elsewhere (forgery tests)."""
+    yield from _test_namespace(kube)
 
 
 def _delete_namespace(core, name: str) -> None:  # type: ignore[no-untyped-def]

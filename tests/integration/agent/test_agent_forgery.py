@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,21 +14,9 @@ from kubernetes import client
 
 from multigres_pools.agent.context import AgentConfig
 from multigres_pools.agent.kube import Kube
-from tests.conftest import _delete_namespace
 from tests.integration.agent.test_agent_shard import shard_crd_installed  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def other_namespace(kube) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    core = client.CoreV1Api(kube.api_client())
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    core.create_namespace({"metadata": {"name": name, "labels": {"multigres-pools/test": "true"}}})
-    try:
-        yield name
-    finally:
-        _delete_namespace(core, name)
 
 
 def _shard(rig, namespace: str, name: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]

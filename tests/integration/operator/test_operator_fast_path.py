@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
 from multigres_pools.operator.outcome import Result
-from multigres_pools.playground.localstack import install_crd, wait_for
+from multigres_pools.playground.localstack import wait_for
 from tests.integration.operator.rig import LiveOperator, shard_doc
 
 pytestmark = pytest.mark.cluster
@@ -27,14 +27,6 @@ SHARDS = int(os.environ.get("FAST_PATH_SHARDS", "20"))
 # updates its status on its own.
 WRITTEN_KINDS = [("v1", "Pod"), ("v1", "PersistentVolumeClaim"), ("v1", "Service"), ("v1", "ConfigMap"),
                  ("apps/v1", "Deployment"), ("v1", "Secret"), (keys.API_GROUP_VERSION, keys.SHARD_KIND)]
-
-
-@pytest.fixture
-def client(kube) -> KubeClient:  # type: ignore[no-untyped-def]
-    c = connect(str(kube.kubeconfig))
-    install_crd(c)
-    yield c
-    c.close()
 
 
 def versions(client: KubeClient, namespace: str) -> dict[tuple[str, str], str]:

@@ -8,22 +8,14 @@ from typing import Any
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
 
 from multigres_pools.operator.outcome import Result
-from multigres_pools.playground.localstack import install_crd, wait_for
+from multigres_pools.playground.localstack import wait_for
 from tests.integration.operator.rig import LiveOperator, shard_doc
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def client(kube) -> KubeClient:  # type: ignore[no-untyped-def]
-    c = connect(str(kube.kubeconfig))
-    install_crd(c)
-    yield c
-    c.close()
 
 
 def _conditions(client: KubeClient, namespace: str, name: str) -> dict[str, Any]:

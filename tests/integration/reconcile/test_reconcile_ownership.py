@@ -5,32 +5,16 @@ and a second MultigresShard for the same cluster/database/shard takes nothing ov
 from __future__ import annotations
 
 import copy
-import uuid
-from collections.abc import Iterator
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
 
-from tests.conftest import _delete_namespace
 from tests.helpers.polling import eventually
 from tests.integration.reconcile.rig import CELL, POOL, spec
 
 pytestmark = pytest.mark.cluster
 SID = naming.ShardId("demo", "postgres", "default", "0-inf")
-
-
-@pytest.fixture
-def other_namespace(kube) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    from kubernetes import client
-
-    core = client.CoreV1Api(kube.api_client())
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    core.create_namespace({"metadata": {"name": name, "labels": {"multigres-pools/test": "true"}}})
-    try:
-        yield name
-    finally:
-        _delete_namespace(core, name)
 
 
 def _state(rig) -> dict[str, tuple[str, str | None]]:  # type: ignore[no-untyped-def]
