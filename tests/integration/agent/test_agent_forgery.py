@@ -48,7 +48,7 @@ def _forged_pod(rig, namespace: str, name: str, owner: list[dict[str, Any]] | No
     core = client.CoreV1Api(rig.api)
     core.create_namespaced_pod(namespace, pod)
     core.delete_namespaced_pod(name, namespace)
-    return Kube(rig.api).get_pod(namespace, name)
+    return Kube(rig.client).get_pod(namespace, name)
 
 
 def _records(rig) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
@@ -88,7 +88,7 @@ def test_forged_pods_and_shards_leave_the_real_records_in_place(rig_factory, sha
     assert naming.database_key(rig.root, "postgres") in after
     assert rig.state(rig.names[0]) is None and rig.role(rig.names[0]) == keys.Role.PRIMARY
     # The liar keeps its finalizer: the agent never acted on it.
-    assert keys.FINALIZER_POD in (Kube(rig.api).get_pod(rig.namespace, "forged-same-ns")["metadata"]["finalizers"])
+    assert keys.FINALIZER_POD in (Kube(rig.client).get_pod(rig.namespace, "forged-same-ns")["metadata"]["finalizers"])
     kept = [e for e in rig.events("TopoCleanup") if "kept (not this MultigresShard's)" in (e.message or "")]
     assert kept, [e.message for e in rig.events("TopoCleanup")]
 
