@@ -5,6 +5,7 @@ it; one PRIMARY label at most)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
 
 from multigres_pools.dataplane.base import ShardTopology
 from multigres_pools.dataplane.v0_1 import V0_1
@@ -29,14 +30,33 @@ DRAIN_EFFECTS_V01 = ("write:draining", "write:made-ineligible", "make-ineligible
                      "write:acknowledged", "unregister", "write:ready-for-deletion")
 
 
-class Watched:
-    """The stack with everything a data-safety claim is judged by running beside it."""
+def last_good(fetch: Callable[[], str | None]) -> Callable[[], str | None]:
+    """`fetch`, answering with its last result while it raises (the API server is down, say): the load
+    and the sampler keep working against the address they knew instead of dying with the request."""
+    known: list[str | None] = [None]
 
-    def __init__(self, stack: MultigresStack) -> None:
+    def call() -> str | None:
+        with contextlib.suppress(Exception):
+            known[0] = fetch()
+        return known[0]
+
+    return call
+
+
+class Watched:
+    """The stack with everything a data-safety claim is judged by running beside it. The write load
+    goes to the primary's PostgreSQL, or with `through_gateway` through the multigateway (a client's
+    path: the gateway routes to whichever pooler is the primary)."""
+
+    def __init__(self, stack: MultigresStack, through_gateway: bool = False) -> None:
         self.stack = stack
+        password = stack.password(SHARD)
+        primary = last_good(stack.primary_ip)
+        port = layout.MULTIGATEWAY_PG if through_gateway else layout.POSTGRES
         self.timeline = PodTimeline(stack.kubeconfig, stack.namespace)
-        self.load = WriteLoad(find_primary=stack.primary_ip, dsn=stack.dsn, interval=0.01)
-        self.sync = SyncSampler(find_primary=stack.primary_ip, dsn=stack.dsn)
+        self.load = WriteLoad(find_primary=last_good(stack.gateway_ip) if through_gateway else primary,
+                              dsn=lambda host: stack.dsn(host, port=port, password=password), interval=0.01)
+        self.sync = SyncSampler(find_primary=primary, dsn=lambda host: stack.dsn(host, password=password))
 
     def start(self) -> None:
         for thread in (self.timeline, self.load, self.sync):
@@ -51,16 +71,18 @@ class Watched:
 
 @contextmanager
 def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStack], dict[str, Any]],
-                  replicas: int) -> Iterator[Watched]:
+                  replicas: int, through_gateway: bool = False) -> Iterator[Watched]:
     """A started stack serving `shard` (a manifest, or a function of the stack giving one) with
-    `replicas` pool pods, under the write load; everything stops on exit."""
+    `replicas` pool pods, under the write load (see Watched); everything stops on exit."""
     stack = MultigresStack(workdir, progress=lambda line: print(line, flush=True))
     watched = None
     try:
         stack.start()
         stack.apply_shard(shard(stack) if callable(shard) else shard)
         stack.wait_serving(SHARD, replicas=replicas, timeout=600)
-        watched = Watched(stack)
+        if through_gateway:
+            wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
+        watched = Watched(stack, through_gateway)
         watched.start()
         yield watched
     finally:
