@@ -138,6 +138,14 @@ def first_terminating(watched: Watched, uid: str) -> float | None:
     return next((e.at for e in watched.timeline.of(uid) if e.deleting or e.type == "DELETED"), None)
 
 
+def role_when_deleted(watched: Watched, uid: str) -> str | None:
+    """The pod's role label as it started terminating: a PRIMARY's drain ends with its own deletion
+    (multiorch fails over once it is gone), so no synchronous set can list it then."""
+    moment = first_terminating(watched, uid)
+    seen = [e.role for e in watched.timeline.of(uid) if moment is None or e.at <= moment]
+    return seen[-1] if seen else None
+
+
 def listed(names: str, app: str) -> bool:
     """Is `app` one of the standbys of a synchronous_standby_names value (quoted or not)?"""
     return app in names.replace('"', " ").replace(",", " ").replace("(", " ").replace(")", " ").split()

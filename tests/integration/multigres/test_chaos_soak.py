@@ -44,6 +44,7 @@ from .safety import (
     converge,
     note,
     primary_label_overlaps,
+    role_when_deleted,
     watched_stack,
 )
 
@@ -192,7 +193,10 @@ def test_chaos_soak(watched: Watched) -> None:
     deleted = list(dict.fromkeys(e.uid for e in events if e.type == "DELETED" and e.index >= 0))  # pool pods
     unnamed = [uid for uid in deleted if uid not in chaos.names]
     assert not unnamed, f"pods deleted before their standby name was seen: {unnamed}"
-    assert_out_of_sync_set_when_deleted(watched, chaos.names, deleted)
+    primaries = [uid for uid in deleted if role_when_deleted(watched, uid) == keys.Role.PRIMARY]
+    assert_out_of_sync_set_when_deleted(watched, chaos.names, [uid for uid in deleted if uid not in primaries])
+    for uid in primaries:
+        assert "ready-for-deletion" in watched.timeline.drain_states(uid), "a primary went without its drain"
     assert_nothing_lost(watched)
     assert primary_label_overlaps(events) == []
 
@@ -201,7 +205,8 @@ def test_chaos_soak(watched: Watched) -> None:
         "seed": SEED, "rounds": ROUNDS,
         "changes": dict(Counter(s.what for s in chaos.steps if s.kind == "change")),
         "faults injected": dict(chaos.faults), "faults survived": dict(chaos.survived),
-        "pods deleted (each out of the synchronous set, drained)": len(deleted),
+        "standbys deleted (each drained, out of the synchronous set)": len(deleted) - len(primaries),
+        "primaries deleted (each drained)": len(primaries),
         "convergence after the last fault (s)": round(convergence),
         "soak duration (s)": round(time.monotonic() - chaos.started),
         "writes acknowledged": acked, "acknowledged writes lost": 0,
