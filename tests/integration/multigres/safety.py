@@ -154,25 +154,27 @@ def listed(names: str, app: str) -> bool:
 FRESH_S = 3.0  # a sample older than this says nothing about the moment (the sampler takes one per 0.1 s)
 
 
-def sync_set_at(watched: Watched, moment: float) -> SyncSample:
-    """The primary's synchronous_standby_names at `moment`: the last sample taken within FRESH_S
-    before it, else (no primary to read just then, e.g. mid-failover) the first within FRESH_S after."""
+def sync_set_at(watched: Watched, moment: float, fresh: float = FRESH_S) -> SyncSample:
+    """The primary's synchronous_standby_names at `moment`: the last sample taken within `fresh` s
+    before it, else (no primary to read just then, e.g. mid-failover) the first within `fresh` s after."""
     before = watched.sync.at(moment)
-    if before is not None and moment - before.at <= FRESH_S:
+    if before is not None and moment - before.at <= fresh:
         return before
-    after = next((s for s in list(watched.sync.samples) if moment < s.at <= moment + FRESH_S), None)
-    assert after is not None, (f"no synchronous_standby_names sample within {FRESH_S}s of {moment:.1f} "
-                               f"(last before: {before})")
+    after = next((s for s in list(watched.sync.samples) if moment < s.at <= moment + fresh), None)
+    assert after is not None, (f"no synchronous_standby_names sample within {fresh}s of {moment:.1f} "
+                               f"(last before: {before}; first after: "
+                               f"{next((s for s in list(watched.sync.samples) if s.at > moment), None)})")
     return after
 
 
-def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str], deleted: list[str]) -> None:
+def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str], deleted: list[str],
+                                        fresh: float = FRESH_S) -> None:
     """Each deleted pod's standby was out of the primary's synchronous_standby_names when the pod
-    started terminating, and its drain had reached ready-for-deletion."""
+    started terminating (judged by a sample within `fresh` s), and its drain had reached ready-for-deletion."""
     for uid in deleted:
         moment = first_terminating(watched, uid)
-        assert moment is not None, f"pod {uid} was never deleted"
-        sample = sync_set_at(watched, moment)
+        assert moment is not None, f"pod {uid} ({names.get(uid)}) was never deleted"
+        sample = sync_set_at(watched, moment, fresh)
         assert not listed(sample.synchronous_standby_names, names[uid]), (
             f"{names[uid]} was still in the synchronous set when its pod was deleted at {moment:.1f}: {sample}")
         assert "ready-for-deletion" in watched.timeline.drain_states(uid)
