@@ -154,29 +154,33 @@ def listed(names: str, app: str) -> bool:
 FRESH_S = 3.0  # a sample older than this says nothing about the moment (the sampler takes one per 0.1 s)
 
 
-def sync_set_at(watched: Watched, moment: float, fresh: float = FRESH_S) -> SyncSample:
-    """The primary's synchronous_standby_names at `moment`: the last sample taken within `fresh` s
-    before it, else (no primary to read just then, e.g. mid-failover) the first within `fresh` s after."""
+def sync_set_at(watched: Watched, moment: float, after_s: float = FRESH_S) -> SyncSample:
+    """The primary's synchronous_standby_names at `moment`: the last sample taken within FRESH_S
+    before it, else (no primary to read just then, e.g. mid-failover) the first within `after_s` after
+    (a standby still listed when its pod went stays listed until someone removes it)."""
     before = watched.sync.at(moment)
-    if before is not None and moment - before.at <= fresh:
+    if before is not None and moment - before.at <= FRESH_S:
         return before
-    after = next((s for s in list(watched.sync.samples) if moment < s.at <= moment + fresh), None)
-    assert after is not None, (f"no synchronous_standby_names sample within {fresh}s of {moment:.1f} "
+    after = next((s for s in list(watched.sync.samples) if moment < s.at <= moment + after_s), None)
+    assert after is not None, (f"no synchronous_standby_names sample from {FRESH_S}s before {moment:.1f} "
+                               f"to {after_s}s after "
                                f"(last before: {before}; first after: "
                                f"{next((s for s in list(watched.sync.samples) if s.at > moment), None)})")
     return after
 
 
 def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str], deleted: list[str],
-                                        fresh: float = FRESH_S) -> None:
+                                        after_s: float = FRESH_S) -> None:
     """Each deleted pod's standby was out of the primary's synchronous_standby_names when the pod
-    started terminating (judged by a sample within `fresh` s), and its drain had reached ready-for-deletion."""
+    started terminating (see sync_set_at), and its drain had reached ready-for-deletion."""
     for uid in deleted:
         moment = first_terminating(watched, uid)
         assert moment is not None, f"pod {uid} ({names.get(uid)}) was never deleted"
-        sample = sync_set_at(watched, moment, fresh)
+        sample = sync_set_at(watched, moment, after_s)
+        drain = [(e.drain, round(e.at - moment, 1)) for e in watched.timeline.of(uid) if e.drain]
         assert not listed(sample.synchronous_standby_names, names[uid]), (
-            f"{names[uid]} was still in the synchronous set when its pod was deleted at {moment:.1f}: {sample}")
+            f"{names[uid]} was still in the synchronous set when its pod was deleted at {moment:.1f}: {sample}; "
+            f"its drain states (seconds from the deletion): {list(dict.fromkeys(drain))}")
         assert "ready-for-deletion" in watched.timeline.drain_states(uid)
 
 
