@@ -138,12 +138,14 @@ def first_terminating(watched: Watched, uid: str) -> float | None:
     return next((e.at for e in watched.timeline.of(uid) if e.deleting or e.type == "DELETED"), None)
 
 
-def role_when_deleted(watched: Watched, uid: str) -> str | None:
-    """The pod's role label as it started terminating: a PRIMARY's drain ends with its own deletion
-    (multiorch fails over once it is gone), so no synchronous set can list it then."""
-    moment = first_terminating(watched, uid)
-    seen = [e.role for e in watched.timeline.of(uid) if moment is None or e.at <= moment]
-    return seen[-1] if seen else None
+def drained_as_primary(watched: Watched, uid: str) -> bool:
+    """Was the pod labelled PRIMARY at any moment since its drain was requested? A primary's drain ends
+    with its own deletion (multiorch fails over once it is gone), and the agent may take the label
+    away before the pod terminates; v0.1.0 quotes the primary itself in its synchronous_standby_names,
+    so a primary's pod is judged by its drain, not by that list."""
+    events = watched.timeline.of(uid)
+    asked = next((e.at for e in events if e.drain == keys.DrainState.REQUESTED), None)
+    return asked is not None and any(e.role == keys.Role.PRIMARY for e in events if e.at >= asked)
 
 
 def listed(names: str, app: str) -> bool:

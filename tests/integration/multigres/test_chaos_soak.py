@@ -42,9 +42,9 @@ from .safety import (
     assert_nothing_lost,
     assert_out_of_sync_set_when_deleted,
     converge,
+    drained_as_primary,
     note,
     primary_label_overlaps,
-    role_when_deleted,
     watched_stack,
 )
 
@@ -198,7 +198,7 @@ def test_chaos_soak(watched: Watched) -> None:
     deleted = list(dict.fromkeys(e.uid for e in events if e.type == "DELETED" and e.index >= 0))  # pool pods
     unnamed = [uid for uid in deleted if uid not in chaos.names]
     assert not unnamed, f"pods deleted before their standby name was seen: {unnamed}"
-    primaries = [uid for uid in deleted if role_when_deleted(watched, uid) == keys.Role.PRIMARY]
+    primaries = [uid for uid in deleted if drained_as_primary(watched, uid)]
     assert_out_of_sync_set_when_deleted(watched, chaos.names, [uid for uid in deleted if uid not in primaries],
                                         after_s=AFTER_S)
     for uid in primaries:
