@@ -35,7 +35,8 @@ sanity: setup
 test: setup lint
 	$(PY) -m pytest -p no:cacheprovider -m "not soak" $(PYTEST_ARGS)
 
-# The slow fault matrix on real Multigres (drain faults, two cells); `make test` runs a subset.
+# The slow fault matrix on real Multigres (drain faults, two cells, the chaos soak: docs/reliability.md);
+# `make test` runs a subset.
 soak: setup
 	$(PY) -m pytest -p no:cacheprovider -m soak $(PYTEST_ARGS)
 

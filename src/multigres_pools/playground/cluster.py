@@ -111,6 +111,14 @@ class Etcd:
     def stop(self) -> None:
         _stop(self.process)
 
+    def restart(self, down: float = 0.0) -> None:
+        """SIGKILL it (a crash), leave it down `down` seconds, start it again on the same ports and data
+        directory: its clients keep their endpoint and reconnect, and no committed key is lost."""
+        _kill(self.process)
+        time.sleep(down)
+        self.start()
+        self.wait_ready()
+
 
 def _etcd_supports_no_fsync(binary: Path) -> bool:
     out = subprocess.run([str(binary), "--help"], capture_output=True, text=True, check=False)
@@ -143,6 +151,12 @@ def _stop(process: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(5)
+
+
+def _kill(process: subprocess.Popen[bytes] | None) -> None:
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait(10)
 
 
 def _kubeconfig(server: str, p: pki.Pki) -> str:
@@ -200,6 +214,13 @@ class Cluster:
         for etcd in (self.topo_etcd, self.api_etcd):
             _stop(etcd.process)
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def restart_apiserver(self, down: float = 0.0) -> None:
+        """SIGKILL kube-apiserver (a crash), leave it down `down` seconds, start it again on the same port,
+        etcd and certificates: every client keeps its kubeconfig and reconnects."""
+        _kill(self._apiserver)
+        time.sleep(down)
+        self._start_apiserver()
 
     def __enter__(self) -> Cluster:
         return self.start()

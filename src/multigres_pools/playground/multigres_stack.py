@@ -48,6 +48,8 @@ from .process_kubelet import ProcessKubelet, toolchain_images
 Manifest = dict[str, Any]
 SAMPLE = collection_root() / "examples" / "playground-shard.yaml"
 FIELD_MANAGER = "multigres-pools-playground"
+# What crash() can kill and restart.
+CRASHABLE = ("operator", "agent", "topology-etcd", "kube-apiserver")
 Progress = Callable[[str], None]
 
 
@@ -122,6 +124,23 @@ class MultigresStack:
         self.agent.kill()
         self.agent.argv = self._agent_argv(crash_before)
         return self.agent.start()
+
+    def crash(self, component: str, down: float = 0.0) -> None:
+        """SIGKILL one of CRASHABLE, leave it down `down` seconds and start it again as it was (same
+        arguments, ports and data directory), as a crash and a restart by its supervisor would."""
+        assert self.cluster is not None and self.topo is not None, "the stack is not started"
+        if component in ("operator", "agent"):
+            proc = self.operator if component == "operator" else self.agent
+            assert proc is not None
+            proc.kill()
+            time.sleep(down)
+            proc.start()
+        elif component == "topology-etcd":
+            self.topo.restart(down)
+        elif component == "kube-apiserver":
+            self.cluster.restart_apiserver(down)
+        else:
+            raise ValueError(f"component: {component!r} is not one of {', '.join(CRASHABLE)}")
 
     def _start_topo(self) -> Etcd:
         assert self.cluster is not None and self.kubelet is not None
@@ -212,10 +231,13 @@ class MultigresStack:
             raise LookupError(f"the password Secret {ref.name} has no key {ref.key!r} yet")
         return base64.b64decode(secret["data"][ref.key]).decode()
 
-    def dsn(self, host: str, shard: str = "play", port: int = layout.POSTGRES) -> str:
+    def dsn(self, host: str, shard: str = "play", port: int = layout.POSTGRES, password: str | None = None) -> str:
+        """`password` (read once by the caller) spares an API call per connection: a client that must
+        keep going while the API server is down passes it."""
         # Keepalives and a TCP user timeout: a pod deleted under an open connection takes its address
         # with it, and without them a client waits for the kernel's two-hour keepalive.
-        return (f"host={host} port={port} user=postgres dbname=postgres password={self.password(shard)} "
+        password = self.password(shard) if password is None else password
+        return (f"host={host} port={port} user=postgres dbname=postgres password={password} "
                 "keepalives_idle=2 keepalives_interval=1 keepalives_count=2 tcp_user_timeout=3000")
 
     def url(self, host: str, shard: str = "play", port: int = layout.POSTGRES) -> str:
@@ -293,6 +315,13 @@ class MultigresStack:
                     return str(ip)
         found = self.primary(shard)
         return found.ip if found else None
+
+    def gateway_ip(self) -> str | None:
+        """A Ready multigateway pod's address (its SQL port is layout.MULTIGATEWAY_PG)."""
+        for pod in self.pods(keys.COMPONENT_MULTIGATEWAY):
+            if _ready(pod) and (pod.get("status") or {}).get("podIP"):
+                return str(pod["status"]["podIP"])
+        return None
 
     def wait_serving(self, shard: str = "play", replicas: int = 3, timeout: float = 300) -> Member:
         """Until one primary streams to every other ready pod synchronously (quorum or sync)."""

@@ -5,6 +5,7 @@ it; one PRIMARY label at most)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
 
 from multigres_pools.dataplane.base import ShardTopology
 from multigres_pools.dataplane.v0_1 import V0_1
@@ -29,14 +30,33 @@ DRAIN_EFFECTS_V01 = ("write:draining", "write:made-ineligible", "make-ineligible
                      "write:acknowledged", "unregister", "write:ready-for-deletion")
 
 
-class Watched:
-    """The stack with everything a data-safety claim is judged by running beside it."""
+def last_good(fetch: Callable[[], str | None]) -> Callable[[], str | None]:
+    """`fetch`, answering with its last result while it raises (the API server is down, say): the load
+    and the sampler keep working against the address they knew instead of dying with the request."""
+    known: list[str | None] = [None]
 
-    def __init__(self, stack: MultigresStack) -> None:
+    def call() -> str | None:
+        with contextlib.suppress(Exception):
+            known[0] = fetch()
+        return known[0]
+
+    return call
+
+
+class Watched:
+    """The stack with everything a data-safety claim is judged by running beside it. The write load
+    goes to the primary's PostgreSQL, or with `through_gateway` through the multigateway (a client's
+    path: the gateway routes to whichever pooler is the primary)."""
+
+    def __init__(self, stack: MultigresStack, through_gateway: bool = False) -> None:
         self.stack = stack
+        password = stack.password(SHARD)
+        primary = last_good(stack.primary_ip)
+        port = layout.MULTIGATEWAY_PG if through_gateway else layout.POSTGRES
         self.timeline = PodTimeline(stack.kubeconfig, stack.namespace)
-        self.load = WriteLoad(find_primary=stack.primary_ip, dsn=stack.dsn, interval=0.01)
-        self.sync = SyncSampler(find_primary=stack.primary_ip, dsn=stack.dsn)
+        self.load = WriteLoad(find_primary=last_good(stack.gateway_ip) if through_gateway else primary,
+                              dsn=lambda host: stack.dsn(host, port=port, password=password), interval=0.01)
+        self.sync = SyncSampler(find_primary=primary, dsn=lambda host: stack.dsn(host, password=password))
 
     def start(self) -> None:
         for thread in (self.timeline, self.load, self.sync):
@@ -51,16 +71,18 @@ class Watched:
 
 @contextmanager
 def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStack], dict[str, Any]],
-                  replicas: int) -> Iterator[Watched]:
+                  replicas: int, through_gateway: bool = False) -> Iterator[Watched]:
     """A started stack serving `shard` (a manifest, or a function of the stack giving one) with
-    `replicas` pool pods, under the write load; everything stops on exit."""
+    `replicas` pool pods, under the write load (see Watched); everything stops on exit."""
     stack = MultigresStack(workdir, progress=lambda line: print(line, flush=True))
     watched = None
     try:
         stack.start()
         stack.apply_shard(shard(stack) if callable(shard) else shard)
         stack.wait_serving(SHARD, replicas=replicas, timeout=600)
-        watched = Watched(stack)
+        if through_gateway:
+            wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
+        watched = Watched(stack, through_gateway)
         watched.start()
         yield watched
     finally:
@@ -116,6 +138,16 @@ def first_terminating(watched: Watched, uid: str) -> float | None:
     return next((e.at for e in watched.timeline.of(uid) if e.deleting or e.type == "DELETED"), None)
 
 
+def drained_as_primary(watched: Watched, uid: str) -> bool:
+    """Was the pod labelled PRIMARY at any moment since its drain was requested? A primary's drain ends
+    with its own deletion (multiorch fails over once it is gone), and the agent may take the label
+    away before the pod terminates; v0.1.0 quotes the primary itself in its synchronous_standby_names,
+    so a primary's pod is judged by its drain, not by that list."""
+    events = watched.timeline.of(uid)
+    asked = next((e.at for e in events if e.drain == keys.DrainState.REQUESTED), None)
+    return asked is not None and any(e.role == keys.Role.PRIMARY for e in events if e.at >= asked)
+
+
 def listed(names: str, app: str) -> bool:
     """Is `app` one of the standbys of a synchronous_standby_names value (quoted or not)?"""
     return app in names.replace('"', " ").replace(",", " ").replace("(", " ").replace(")", " ").split()
@@ -124,27 +156,33 @@ def listed(names: str, app: str) -> bool:
 FRESH_S = 3.0  # a sample older than this says nothing about the moment (the sampler takes one per 0.1 s)
 
 
-def sync_set_at(watched: Watched, moment: float) -> SyncSample:
+def sync_set_at(watched: Watched, moment: float, after_s: float = FRESH_S) -> SyncSample:
     """The primary's synchronous_standby_names at `moment`: the last sample taken within FRESH_S
-    before it, else (no primary to read just then, e.g. mid-failover) the first within FRESH_S after."""
+    before it, else (no primary to read just then, e.g. mid-failover) the first within `after_s` after
+    (a standby still listed when its pod went stays listed until someone removes it)."""
     before = watched.sync.at(moment)
     if before is not None and moment - before.at <= FRESH_S:
         return before
-    after = next((s for s in list(watched.sync.samples) if moment < s.at <= moment + FRESH_S), None)
-    assert after is not None, (f"no synchronous_standby_names sample within {FRESH_S}s of {moment:.1f} "
-                               f"(last before: {before})")
+    after = next((s for s in list(watched.sync.samples) if moment < s.at <= moment + after_s), None)
+    assert after is not None, (f"no synchronous_standby_names sample from {FRESH_S}s before {moment:.1f} "
+                               f"to {after_s}s after "
+                               f"(last before: {before}; first after: "
+                               f"{next((s for s in list(watched.sync.samples) if s.at > moment), None)})")
     return after
 
 
-def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str], deleted: list[str]) -> None:
+def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str], deleted: list[str],
+                                        after_s: float = FRESH_S) -> None:
     """Each deleted pod's standby was out of the primary's synchronous_standby_names when the pod
-    started terminating, and its drain had reached ready-for-deletion."""
+    started terminating (see sync_set_at), and its drain had reached ready-for-deletion."""
     for uid in deleted:
         moment = first_terminating(watched, uid)
-        assert moment is not None, f"pod {uid} was never deleted"
-        sample = sync_set_at(watched, moment)
+        assert moment is not None, f"pod {uid} ({names.get(uid)}) was never deleted"
+        sample = sync_set_at(watched, moment, after_s)
+        drain = [(e.drain, round(e.at - moment, 1)) for e in watched.timeline.of(uid) if e.drain]
         assert not listed(sample.synchronous_standby_names, names[uid]), (
-            f"{names[uid]} was still in the synchronous set when its pod was deleted at {moment:.1f}: {sample}")
+            f"{names[uid]} was still in the synchronous set when its pod was deleted at {moment:.1f}: {sample}; "
+            f"its drain states (seconds from the deletion): {list(dict.fromkeys(drain))}")
         assert "ready-for-deletion" in watched.timeline.drain_states(uid)
 
 
