@@ -19,12 +19,11 @@ import pytest
 from multigres_pools.operator import proctree
 from multigres_pools.playground.localstack import http_get, wait_for
 
-from .test_operator_process import kube_client, operator, shard  # noqa: F401  (kube_client: a fixture)
+from .test_operator_process import LEASE, kube_client, lease_name, operator, operator_kubeconfig, shard  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.cluster
 # Short, valid timings so the takeover happens within seconds (defaults: 15/10/2).
 TIMING = ("--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1")
-LEASE = ("coordination.k8s.io/v1", "Lease")
 
 
 def signal_all(pids: list[int], sig: int) -> None:
@@ -57,18 +56,18 @@ def writes(kube_client, namespace: str, who: str) -> set[str]:  # type: ignore[n
 
 
 def holder(kube_client, namespace: str) -> str | None:  # type: ignore[no-untyped-def]  # noqa: F811
-    return ((kube_client.get(*LEASE, namespace, "multigres-pools-operator") or {}).get("spec") or {}).get(
+    return ((kube_client.get(*LEASE, lease_name(namespace)) or {}).get("spec") or {}).get(
         "holderIdentity")
 
 
-def test_a_deposed_operator_writes_nothing(kube, namespace, kube_client, tmp_path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_a_deposed_operator_writes_nothing(operator_kubeconfig, namespace, kube_client, tmp_path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     kube_client.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "writes", "namespace": namespace},
                        "data": {}}, "test")
-    first, port1 = operator(kube.kubeconfig, namespace, tmp_path, "op-1", *TIMING)
+    first, port1 = operator(operator_kubeconfig, namespace, tmp_path, "op-1", *TIMING)
     frozen: list[int] = []
     try:
         wait_for(lambda: http_get(f"http://127.0.0.1:{port1}/readyz")[0] == 200, 60, "op-1 leading")
-        second, port2 = operator(kube.kubeconfig, namespace, tmp_path, "op-2", *TIMING)
+        second, port2 = operator(operator_kubeconfig, namespace, tmp_path, "op-2", *TIMING)
         try:
             wait_for(lambda: http_get(f"http://127.0.0.1:{port2}/healthz")[0] == 200, 60, "op-2 alive")
             assert http_get(f"http://127.0.0.1:{port2}/readyz")[0] == 503  # a standby

@@ -1,29 +1,41 @@
 """The operator process against the real API server: watches, event filtering, leader election,
 health endpoints, metrics and graceful shutdown. The playbook is the test double from
-tests/unit/operator/playbook (the real reconcile is covered by test_story.py)."""
+tests/unit/operator/playbook (the real reconcile is covered by test_story.py). The operator runs as
+the install bundle's ServiceAccount with exactly the bundle's RBAC (its Lease in the install
+namespace, as installed); the test acts as admin."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, monitoring
+from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys, labels, monitoring
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
 
 from multigres_pools.playground.localstack import Process, free_port, http_get, install_crd, reconcile_count, wait_for
-from tests.helpers import promql
+from tests.helpers import promql, service_accounts
 
 PLAYBOOK = Path(__file__).parents[1] / "unit" / "operator" / "playbook" / "reconcile.yml"
 SPEC = {"clusterName": "op", "globalTopoServer": {"address": "127.0.0.1:2379"}, "pools": {"main": {"cells": ["z1"]}}}
+
+
+LEASE = ("coordination.k8s.io/v1", "Lease", keys.INSTALL_NAMESPACE)
+
+
+def lease_name(namespace: str) -> str:
+    """Each test's operators elect through their own Lease in the install namespace."""
+    return f"{keys.OPERATOR_LEASE_NAME}-{namespace}"
 
 
 def operator(kubeconfig: Path, namespace: str, tmp: Path, identity: str, *extra: str) -> tuple[Process, int]:
     port = free_port()
     proc = Process(identity, [sys.executable, "-m", "multigres_pools.operator", "-n", namespace,
                               "--kubeconfig", str(kubeconfig), "--playbook", str(PLAYBOOK),
+                              "--lease-namespace", keys.INSTALL_NAMESPACE, "--lease-name", lease_name(namespace),
                               "--health-addr", f"127.0.0.1:{port}", "--identity", identity,
                               "--artifacts-dir", str(tmp / identity), "--log-format", "text",
                               "--coalesce", "0.05", *extra], tmp / f"{identity}.log")
@@ -37,18 +49,31 @@ def shard(kube: KubeClient, namespace: str, name: str, **spec: object) -> dict:
 
 
 @pytest.fixture
+def operator_kubeconfig(kube, namespace, tmp_path) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    """A token kubeconfig of the bundle's operator ServiceAccount, its RBAC installed for `namespace`."""
+    admin = connect(str(kube.kubeconfig))
+    try:
+        with service_accounts.installed_rbac(admin, namespace) as tokens:
+            path = tmp_path / "operator.kubeconfig"
+            yield service_accounts.kubeconfig(kube.kubeconfig, tokens[bundle.OPERATOR], path)
+            admin.delete(*LEASE, lease_name(namespace))
+    finally:
+        admin.close()
+
+
+@pytest.fixture
 def kube_client(kube) -> KubeClient:  # type: ignore[no-untyped-def]
     client = connect(str(kube.kubeconfig))
     install_crd(client)
     return client
 
 
-def test_operator_reconciles_on_relevant_events_only(kube, namespace, kube_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    proc, port = operator(kube.kubeconfig, namespace, tmp_path, "op-a")
+def test_operator_reconciles_on_relevant_events_only(operator_kubeconfig, namespace, kube_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc, port = operator(operator_kubeconfig, namespace, tmp_path, "op-a")
     try:
         wait_for(lambda: http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 60, "readyz")
         assert http_get(f"http://127.0.0.1:{port}/healthz")[0] == 200
-        lease = kube_client.get("coordination.k8s.io/v1", "Lease", namespace, "multigres-pools-operator")
+        lease = kube_client.get(*LEASE, lease_name(namespace))
         assert lease and lease["spec"]["holderIdentity"] == "op-a"
 
         cr = shard(kube_client, namespace, "steady")
@@ -107,15 +132,15 @@ def test_operator_reconciles_on_relevant_events_only(kube, namespace, kube_clien
     finally:
         code = proc.stop()
     assert code == 0, proc.tail()
-    lease = kube_client.get("coordination.k8s.io/v1", "Lease", namespace, "multigres-pools-operator")
+    lease = kube_client.get(*LEASE, lease_name(namespace))
     assert lease and not lease["spec"].get("holderIdentity")  # released on a clean shutdown
 
 
-def test_only_the_leader_acts(kube, namespace, kube_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    first, port1 = operator(kube.kubeconfig, namespace, tmp_path, "op-1")
+def test_only_the_leader_acts(operator_kubeconfig, namespace, kube_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    first, port1 = operator(operator_kubeconfig, namespace, tmp_path, "op-1")
     try:
         wait_for(lambda: http_get(f"http://127.0.0.1:{port1}/readyz")[0] == 200, 60, "leader ready")
-        second, port2 = operator(kube.kubeconfig, namespace, tmp_path, "op-2")
+        second, port2 = operator(operator_kubeconfig, namespace, tmp_path, "op-2")
         try:
             wait_for(lambda: http_get(f"http://127.0.0.1:{port2}/healthz")[0] == 200, 60, "follower alive")
             shard(kube_client, namespace, "steady")
