@@ -6,7 +6,7 @@ it. Both are pure: no cluster access, no clocks, no randomness.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -20,6 +20,13 @@ Manifest = dict[str, Any]
 class PVCPolicy(StrEnum):
     RETAIN = "Retain"
     DELETE = "Delete"
+
+
+def backup_pvc_policy(pool_policies: Iterable[PVCPolicy]) -> PVCPolicy:
+    """whenDeleted of the shared backup PVC, the only copy of the backups: Delete only when every
+    pool's whenDeleted is Delete. The one rule for the renderer's ownerReference and the deletion."""
+    policies = list(pool_policies)
+    return PVCPolicy.DELETE if policies and all(p is PVCPolicy.DELETE for p in policies) else PVCPolicy.RETAIN
 
 
 @dataclass(frozen=True)

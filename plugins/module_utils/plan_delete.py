@@ -15,9 +15,8 @@ from typing import Any
 
 from . import actions, facts, keys
 from .actions import Action, Phase
-from .desired import PVCPolicy
+from .desired import PVCPolicy, backup_pvc_policy
 from .plan_context import REQUEUE_DRAIN, Context, PoolView, has_owner_ref, owner_refs_patch
-from .plan_infra import shared_pvc_policy
 
 Manifest = dict[str, Any]
 CLEANUP_TIMEOUT = 120.0
@@ -81,7 +80,7 @@ def _volumes(ctx: Context, views: list[PoolView], out: DeleteOutcome) -> None:
     for view in views:
         for pvc in view.pvcs.values():
             policy_of[facts.name(pvc)] = view.dp.when_deleted
-    shared = shared_pvc_policy(ctx.desired)
+    shared = backup_pvc_policy(p.when_deleted for p in ctx.desired.pools)
     owner = ctx.owner
     for pvc in sorted(ctx.observed.pvcs, key=facts.name):
         if facts.is_terminating(pvc):

@@ -16,19 +16,10 @@ from typing import Any
 
 from . import actions, compare, facts, keys, labels, tls_policy
 from .actions import Action, Phase
-from .desired import Desired, PVCPolicy
 from .observe import INFRA_KINDS
 from .plan_context import Context, claim_pvc, has_owner_ref, owner_refs_patch
 
 Manifest = dict[str, Any]
-
-
-def shared_pvc_policy(desired: Desired) -> PVCPolicy:
-    """On shard deletion, the backup PVC (the only copy of the backups) is deleted only when every
-    pool's whenDeleted is Delete."""
-    if desired.pools and all(p.when_deleted is PVCPolicy.DELETE for p in desired.pools):
-        return PVCPolicy.DELETE
-    return PVCPolicy.RETAIN
 
 
 def infra_manifest(ctx: Context, obj: Manifest) -> Manifest:

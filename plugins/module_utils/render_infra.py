@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from . import keys, labels, layout, naming, spechash
-from .desired import GeneratedPassword, GeneratedTLS
+from .desired import GeneratedPassword, GeneratedTLS, PVCPolicy, backup_pvc_policy
 from .render_context import Manifest, ShardContext, postgres_config_text
 from .render_parts import pvc_spec, svc_port
 from .render_security import pg_hba_text
@@ -57,7 +57,8 @@ def pod_disruption_budget(ctx: ShardContext, pool: str, cell: str) -> Manifest:
 
 
 def _backup_pvc(ctx: ShardContext, name: str, pvc_labels: dict[str, str]) -> Manifest:
-    owned = ctx.spec.pvc_deletion_policy.when_deleted == "Delete"
+    policy = backup_pvc_policy(PVCPolicy(ctx.spec.pvc_policy(pool).when_deleted) for pool in ctx.spec.pools)
+    owned = policy is PVCPolicy.DELETE
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -67,7 +68,8 @@ def _backup_pvc(ctx: ShardContext, name: str, pvc_labels: dict[str, str]) -> Man
 
 
 def backup_pvcs(ctx: ShardContext) -> list[Manifest]:
-    """The shared filesystem backup volume(s); owned by the shard only when whenDeleted=Delete.
+    """The shared filesystem backup volume(s); owned by the shard (so deleted with it) only when
+    backup_pvc_policy says Delete.
 
     v0.1.0: one for the shard, because the Database record names one backup_location for every
     pooler (a replica in another cell restores from the backups the primary took). Era A: one per
