@@ -37,6 +37,9 @@ CERT_DIR = "/certs/pgbackrest"
 GRPC_TLS_DIR = "/certs/grpc"
 GRPC_TLS_CERT, GRPC_TLS_KEY, GRPC_TLS_CA = "tls.crt", "tls.key", "ca.crt"
 LOOPBACK = "127.0.0.1"
+# multiorch/multigateway pods with grpcTLS: the fsGroup that reads the Secret's 0440 files (the kubelet
+# gives mounted files that group and adds it to the container's groups, whatever its user).
+CELL_FS_GROUP = 999
 # Where pgctld listens for PostgreSQL's Unix socket (pgctld puts it under <pooler-dir>/pg_sockets).
 PG_SOCKET_FILE = f"{POOLER_DIR}/pg_sockets/.s.PGSQL.{POSTGRES}"
 PGCTLD_GRPC_SOCKET = f"{POOLER_DIR}/pgctld.sock"

@@ -65,7 +65,7 @@ def _deployment(ctx: ShardContext, component: str, name: str, cell: str, setting
     template_spec: Manifest = {
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
-        "securityContext": pod_security(None),
+        "securityContext": pod_security(render_grpc_tls.cell_fs_group(ctx)),
         "containers": [container],
         **({"volumes": tls_volumes} if (tls_volumes := render_grpc_tls.volumes(ctx)) else {}),
         **scheduling(ctx, cell, {}, settings.affinity, settings.tolerations),

@@ -33,6 +33,12 @@ def volumes(ctx: ShardContext) -> list[Manifest]:
         "secretName": tls.secret_name, "defaultMode": 0o440, "items": [{"key": f, "path": f} for f in files]}}]
 
 
+def cell_fs_group(ctx: ShardContext) -> int | None:
+    """multiorch and multigateway pods set no fsGroup of their own; with the Secret mounted they need
+    one to read it (pool pods have theirs, pool.fsGroup)."""
+    return layout.CELL_FS_GROUP if enabled(ctx) else None
+
+
 def mounts(ctx: ShardContext) -> list[Manifest]:
     if not enabled(ctx):
         return []

@@ -6,7 +6,8 @@ and bad values refused naming the field."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, layout, model, render, render_context
+import yaml
+from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys, layout, model, render, render_context
 from ansible_collections.multigres.pools.plugins.module_utils import render_pool_era_a as era_a
 
 from tests import render_corpus as corpus
@@ -62,6 +63,7 @@ def test_multiorch_and_multigateway_serve_and_dial_with_the_certificate(componen
     assert _tls_args(container["args"]) == SERVER + CLIENT
     assert container["volumeMounts"] == [MOUNT]
     assert [v["secret"]["secretName"] for v in pod["volumes"]] == ["grpc-certs"]
+    assert pod["securityContext"]["fsGroup"] == layout.CELL_FS_GROUP  # reads the 0440 files
 
 
 def test_server_name_is_passed_to_the_clients():
@@ -79,6 +81,7 @@ def test_unset_renders_nothing_of_it():
     for component in ("multiorch", "multigateway"):
         spec = _cell_pod(desired, component)
         assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]
+        assert "fsGroup" not in spec["securityContext"]
         assert not _tls_args(spec["containers"][0]["args"])
 
 
@@ -106,3 +109,24 @@ def test_bad_values_are_refused_naming_the_field(tls, field):
     with pytest.raises(model.SpecError) as info:
         model.load_spec(corpus.spec({"security": {"grpcTLS": tls}}))
     assert field in str(info.value)
+
+
+def test_the_install_bundle_gives_the_agent_the_secret_and_its_client_flags():
+    agent = yaml.safe_load(bundle.files(agent_grpc_tls_secret="agent-grpc-tls")["agent-deployment.yaml"])
+    pod = agent["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert [a for a in container["args"] if a.startswith("--grpc-")] == [
+        "--grpc-cert=/certs/grpc/tls.crt", "--grpc-key=/certs/grpc/tls.key", "--grpc-ca=/certs/grpc/ca.crt"]
+    assert MOUNT in container["volumeMounts"]
+    assert {"name": "grpc-tls", "secret": {"secretName": "agent-grpc-tls", "defaultMode": 0o440}} in pod["volumes"]
+    operator = yaml.safe_load(bundle.files(agent_grpc_tls_secret="agent-grpc-tls")["operator-deployment.yaml"])
+    assert not [a for a in operator["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--grpc-")]
+    plain = yaml.safe_load(bundle.files()["agent-deployment.yaml"])["spec"]["template"]["spec"]
+    assert all(v["name"] != "grpc-tls" for v in plain["volumes"])
+
+
+def test_the_agent_secret_name_is_checked(tmp_path, capsys):
+    from multigres_pools import cli
+    assert cli.main(["install-bundle", "-o", str(tmp_path / "out"), "--agent-grpc-tls-secret", "Bad_Name"]) != 0
+    assert "--agent-grpc-tls-secret 'Bad_Name'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
