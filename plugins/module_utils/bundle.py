@@ -170,7 +170,19 @@ def metrics_rbac() -> tuple[str, Manifest, Manifest]:
     return role, binding, reader
 
 
-def _deployment(name: str, image: str, command: str, extra_args: tuple[str, ...]) -> Manifest:
+def agent_grpc_tls(secret: str | None) -> tuple[tuple[str, ...], list[Manifest], list[Manifest]]:
+    """(args, volumes, mounts) giving the agent a client certificate for multipooler's gRPC from
+    `secret` (in the install namespace: tls.crt, tls.key, ca.crt, the shards' spec.security.grpcTLS CA)."""
+    if not secret:
+        return (), [], []
+    files = {"--grpc-cert": layout.GRPC_TLS_CERT, "--grpc-key": layout.GRPC_TLS_KEY, "--grpc-ca": layout.GRPC_TLS_CA}
+    args = tuple(f"{flag}={layout.GRPC_TLS_DIR}/{name}" for flag, name in files.items())
+    volume = {"name": layout.VOL_GRPC_TLS, "secret": {"secretName": secret, "defaultMode": 0o440}}
+    return args, [volume], [{"name": layout.VOL_GRPC_TLS, "mountPath": layout.GRPC_TLS_DIR, "readOnly": True}]
+
+
+def _deployment(name: str, image: str, command: str, extra_args: tuple[str, ...],
+                volumes: tuple[list[Manifest], list[Manifest]] = ([], [])) -> Manifest:
     selector = {keys.LABEL_APP_NAME: keys.INSTALL_APP_NAME, keys.LABEL_APP_COMPONENT: name}
     return {
         "apiVersion": "apps/v1",
@@ -205,10 +217,10 @@ def _deployment(name: str, image: str, command: str, extra_args: tuple[str, ...]
                             "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
                             "seccompProfile": {"type": "RuntimeDefault"},
                         },
-                        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}, *volumes[1]],
                     }],
                     # ansible-runner and Python need a writable /tmp; the root filesystem stays read-only.
-                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                    "volumes": [{"name": "tmp", "emptyDir": {}}, *volumes[0]],
                 },
             },
         },
@@ -349,12 +361,15 @@ def policy_args(policy: SpecPolicy | None) -> tuple[str, ...]:
 
 
 def files(image: str = DEFAULT_IMAGE, namespaces: tuple[str, ...] = DEFAULT_WATCH_NAMESPACES, *,
-          cluster_wide: bool = False, policy: SpecPolicy | None = None) -> dict[str, str]:
+          cluster_wide: bool = False, policy: SpecPolicy | None = None,
+          agent_grpc_tls_secret: str | None = None) -> dict[str, str]:
     """{file name: text} of the whole bundle, kustomization.yaml included.
 
     `namespaces` are the namespaces the operator and the agent watch (a Role and RoleBinding each);
     `cluster_wide` watches all of them through ClusterRoles instead (`namespaces` is then ignored).
-    `policy`: the operator's allow-lists for images, ServiceAccounts and Secrets (spec_policy.py)."""
+    `policy`: the operator's allow-lists for images, ServiceAccounts and Secrets (spec_policy.py).
+    `agent_grpc_tls_secret`: a Secret in the install namespace the agent dials multipoolers with
+    (shards with spec.security.grpcTLS; docs/operations.md, "TLS for gRPC")."""
     if not cluster_wide and not namespaces:
         raise ValueError("namespaces: give at least one namespace to watch, or cluster_wide")
     watched = () if cluster_wide else tuple(sorted(set(namespaces)))
@@ -380,7 +395,9 @@ def files(image: str = DEFAULT_IMAGE, namespaces: tuple[str, ...] = DEFAULT_WATC
         rbac_texts, rbac_objects = _rbac_files(command, name, grants, watched, cluster_wide)
         texts.update(rbac_texts)
         objects.update(rbac_objects)
-        objects[f"{command}-deployment.yaml"] = _deployment(name, image, command, args)
+        tls_args, tls_volumes, tls_mounts = agent_grpc_tls(agent_grpc_tls_secret if command == "agent" else None)
+        objects[f"{command}-deployment.yaml"] = _deployment(name, image, command, (*args, *tls_args),
+                                                            (tls_volumes, tls_mounts))
         objects[f"{command}-metrics-service.yaml"] = _metrics_service(name)
         order += [f"{command}-serviceaccount.yaml", *sorted(rbac_texts), *sorted(rbac_objects),
                   f"{command}-deployment.yaml", f"{command}-metrics-service.yaml"]

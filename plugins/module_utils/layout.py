@@ -33,6 +33,13 @@ PG_CONFIG_TEMPLATE_FILE = "postgresql.conf.tmpl"
 PG_EXTRA_CONFIG_DIR = f"{PGCTLD_CONFIG_DIR}/postgres-config"
 PG_EXTRA_CONFIG_KEY = "postgresql.conf"
 CERT_DIR = "/certs/pgbackrest"
+# spec.security.grpcTLS: the user's Secret (tls.crt, tls.key, ca.crt, the kubernetes.io/tls names).
+GRPC_TLS_DIR = "/certs/grpc"
+GRPC_TLS_CERT, GRPC_TLS_KEY, GRPC_TLS_CA = "tls.crt", "tls.key", "ca.crt"
+LOOPBACK = "127.0.0.1"
+# multiorch/multigateway pods with grpcTLS: the fsGroup that reads the Secret's 0440 files (the kubelet
+# gives mounted files that group and adds it to the container's groups, whatever its user).
+CELL_FS_GROUP = 999
 # Where pgctld listens for PostgreSQL's Unix socket (pgctld puts it under <pooler-dir>/pg_sockets).
 PG_SOCKET_FILE = f"{POOLER_DIR}/pg_sockets/.s.PGSQL.{POSTGRES}"
 PGCTLD_GRPC_SOCKET = f"{POOLER_DIR}/pgctld.sock"
@@ -55,6 +62,7 @@ VOL_PG_HBA = "pg-hba-template"
 VOL_PG_CONFIG_TEMPLATE = "postgres-config-template"
 VOL_PG_EXTRA_CONFIG = "postgres-config"
 VOL_CERTS = "pgbackrest-certs"
+VOL_GRPC_TLS = "grpc-tls"
 VOL_PASSWORD = "postgres-password"  # v0.1.0
 
 TERMINATION_GRACE_SECONDS = 30

@@ -17,7 +17,14 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from . import inputs, keys, naming, quantity, topology_address
-from .model_security import LabelKey, LabelValue, Security, owned_keys_rule, postgres_config_rules
+from .model_security import (
+    LabelKey,
+    LabelValue,
+    ObjectName,
+    Security,
+    owned_keys_rule,
+    postgres_config_rules,
+)
 from .rules import (
     Rule,
     SpecModel,
@@ -34,7 +41,6 @@ _DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
 CellName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
 PoolName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
-ObjectName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
 Image = Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=r"^\S+$")]
 
 
@@ -555,6 +561,14 @@ class MultigresShardSpec(SpecModel):
             message=f"Multigres {keys.MultigresVersion.V0_1_0} needs pool cell names of at most "
                     f"{V0_1_MAX_POOL_CELL} characters (a pooler's '<cell>_<service-id>' is at most 63)",
             check=_pool_cells_fit, field_path=".pools",
+        ),
+        Rule(
+            name="grpc-tls-needs-v0-1",
+            cel=f"!has(self.security.grpcTLS) || self.multigres.version == '{keys.MultigresVersion.V0_1_0}'",
+            message=f"security.grpcTLS is rendered only for Multigres {keys.MultigresVersion.V0_1_0} (era-A "
+                    "pods and the agent's era-A client stay plaintext)",
+            check=lambda s: s.security.grpc_tls is None or s.multigres.version is keys.MultigresVersion.V0_1_0,
+            field_path=".security.grpcTLS",
         ),
         *postgres_config_rules(),
     )

@@ -24,6 +24,11 @@ LabelKey = Annotated[
 ]
 LabelValue = Annotated[str, StringConstraints(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$",
                                               max_length=63)]
+# A Kubernetes object name (DNS subdomain).
+ObjectName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
+# A DNS name a certificate can carry (RFC 1123 labels, lower case).
+DnsName = Annotated[str, StringConstraints(
+    pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253)]
 
 
 def _cidr(text: str) -> str:
@@ -105,6 +110,23 @@ class NetworkPolicySettings(SpecModel):
     )
 
 
+class GrpcTLS(SpecModel):
+    """Mutual TLS on Multigres' gRPC (v0.1.0 only; docs/operations.md, "TLS for gRPC"). One Secret
+    serves every process of the shard: multipooler, multiorch and multigateway serve with it and
+    require a client certificate signed by its ca.crt; multiorch and multigateway present it when they
+    dial a multipooler (or another gateway). pgctld's gRPC stays plaintext inside the pod: multipooler
+    v0.1.0 has no TLS client for it, so it is bound to the pod's loopback instead."""
+
+    secret_name: ObjectName = Field(
+        description="Secret in the shard's namespace with tls.crt, tls.key and ca.crt. The certificate needs "
+                    "both serverAuth and clientAuth usages and, unless serverName is set, a DNS name matching "
+                    "every pool pod's FQDN: *.<headless Service>.<namespace>.svc.cluster.local.")
+    server_name: DnsName | None = Field(
+        None, description="Name the clients expect in every server certificate instead of the address they "
+                          "dial (multigateways register pod IPs, so gateway-to-gateway calls need it). Unset: "
+                          "clients check the dialled hostname.")
+
+
 class Security(SpecModel):
     """Authentication sources and network isolation of the shard's pods."""
 
@@ -115,6 +137,10 @@ class Security(SpecModel):
                     "Default: the private ranges. Ignored when pgHbaTemplate is set.",
     )
     network_policy: NetworkPolicySettings = Field({}, description="The shard's NetworkPolicy.")
+    grpc_tls: GrpcTLS | None = Field(
+        None, alias="grpcTLS",
+        description="Mutual TLS on gRPC between multipooler, multiorch and multigateway (v0.1.0). Unset: "
+                    "plaintext gRPC.")
 
 
 # --- keys the engine owns ------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import keys, labels, layout, naming
+from . import keys, labels, layout, naming, render_grpc_tls
 from .render_context import Manifest, ShardContext
 from .render_parts import (
     container_security,
@@ -65,8 +65,9 @@ def _deployment(ctx: ShardContext, component: str, name: str, cell: str, setting
     template_spec: Manifest = {
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
-        "securityContext": pod_security(None),
+        "securityContext": pod_security(render_grpc_tls.cell_fs_group(ctx)),
         "containers": [container],
+        **({"volumes": tls_volumes} if (tls_volumes := render_grpc_tls.volumes(ctx)) else {}),
         **scheduling(ctx, cell, {}, settings.affinity, settings.tolerations),
     }
     return {
@@ -94,6 +95,15 @@ def _service(ctx: ShardContext, component: str, name: str, cell: str, ports: lis
         "metadata": ctx.meta(name, {**labels.component_labels(ctx.sid, component), keys.LABEL_CELL: cell}),
         "spec": {"type": "ClusterIP", "selector": _selector(ctx, component, cell), "ports": ports},
     }
+
+
+def _grpc_tls_args(ctx: ShardContext) -> list[str]:
+    """multiorch and multigateway both serve gRPC and dial multipoolers: server and client TLS flags."""
+    return [*render_grpc_tls.server_args(ctx), *render_grpc_tls.client_args(ctx)]
+
+
+def _grpc_tls_mounts(ctx: ShardContext) -> Manifest:
+    return {"volumeMounts": mounts} if (mounts := render_grpc_tls.mounts(ctx)) else {}
 
 
 # --- multiorch -------------------------------------------------------------------------------------
@@ -125,9 +135,11 @@ def multiorch_deployment(ctx: ShardContext, cell: str) -> Manifest:
             f"--log-level={spec.log_levels.multiorch}",
             *reg_args,
             *_interval_args(ctx),
+            *_grpc_tls_args(ctx),
         ],
         "ports": [port("http", layout.MULTIORCH_HTTP), port("grpc", layout.MULTIORCH_GRPC)],
         **({"env": reg_env} if reg_env else {}),
+        **_grpc_tls_mounts(ctx),
         "resources": resources(spec.multiorch.resources),
         "securityContext": container_security(None),
         **probes("/ready", "/live", layout.MULTIORCH_HTTP),
@@ -159,10 +171,12 @@ def multigateway_deployment(ctx: ShardContext, cell: str) -> Manifest:
             *_topology_args(ctx, cell),
             f"--log-level={spec.log_levels.multigateway}",
             *reg_args,
+            *_grpc_tls_args(ctx),
         ],
         "ports": [port("http", layout.MULTIGATEWAY_HTTP), port("grpc", layout.MULTIGATEWAY_GRPC),
                   port("postgres", layout.MULTIGATEWAY_PG)],
         "env": reg_env,
+        **_grpc_tls_mounts(ctx),
         "resources": resources(spec.multigateway.resources),
         "securityContext": container_security(None),
         # /ready waits for a discovered pooler; startup only needs the HTTP server.

@@ -8,7 +8,7 @@ cell over the same builder fed with placeholders, so it never depends on the ind
 
 from __future__ import annotations
 
-from . import keys, labels, layout, naming, spechash
+from . import keys, labels, layout, naming, render_grpc_tls, spechash
 from . import render_pool_era_a as era_a
 from . import render_pool_v0_1 as v0_1
 from .render_context import Manifest, ShardContext, cert_volume
@@ -46,6 +46,7 @@ def _volumes(ctx: ShardContext, cell: str, claim: str) -> list[Manifest]:
         volumes.append({"name": layout.VOL_PG_EXTRA_CONFIG,
                         "configMap": {"name": ctx.name(naming.postgres_config_configmap_name)}})
     volumes.append(cert_volume(ctx))
+    volumes.extend(render_grpc_tls.volumes(ctx))
     if ctx.version is keys.MultigresVersion.V0_1_0:
         volumes.append(v0_1.password_volume(ctx))
     return volumes

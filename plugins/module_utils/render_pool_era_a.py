@@ -110,5 +110,9 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
 def pool_containers(ctx: ShardContext, pool_name: str, cell: str,
                     service_id: str) -> tuple[list[Manifest], list[Manifest]]:
     """(initContainers, containers) of an era-A pool pod, without the optional exporter."""
+    if ctx.spec.security.grpc_tls is not None:
+        # The model refuses it (rule grpc-tls-needs-v0-1); this guards callers that skip validation
+        # from rendering plaintext pods for a spec that asked for TLS.
+        raise ValueError("spec.security.grpcTLS: gRPC TLS is rendered only for Multigres v0.1.0, not era A")
     pool = ctx.spec.pools[pool_name]
     return [_multipooler(ctx, pool, cell, service_id)], [_pgctld(ctx, pool)]

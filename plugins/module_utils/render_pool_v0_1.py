@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import layout, naming
+from . import layout, naming, render_grpc_tls
 from .render_context import Manifest, ShardContext
 from .render_parts import (
     container_security,
@@ -90,6 +90,7 @@ def _multipooler(ctx: ShardContext, pool: Pool, pool_name: str, cell: str, servi
         f"--connpool-global-capacity={layout.CONNPOOL_GLOBAL_CAPACITY}",
         f"--connpool-admin-capacity={layout.CONNPOOL_ADMIN_CAPACITY}",
         f"--log-level={spec.log_levels.multipooler}",
+        *render_grpc_tls.server_args(ctx),
     ]
     return {
         "name": "multipooler",
@@ -99,7 +100,7 @@ def _multipooler(ctx: ShardContext, pool: Pool, pool_name: str, cell: str, servi
         "args": args,
         "ports": [port("http", layout.MULTIPOOLER_HTTP), port("grpc", layout.MULTIPOOLER_GRPC)],
         "env": [field_env(POD_NAME_ENV, "metadata.name"), *postgres_env(ctx, _password_env())],
-        "volumeMounts": [*pool_mounts(ctx), _password_mount()],
+        "volumeMounts": [*pool_mounts(ctx), _password_mount(), *render_grpc_tls.mounts(ctx)],
         "resources": resources(pool.multipooler.resources),
         "securityContext": container_security(pool.fs_group),
         **_probes("/ready", "/live", layout.MULTIPOOLER_HTTP),
@@ -118,6 +119,7 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
         f"--http-port={layout.PGCTLD_HTTP}",
         f"--grpc-port={layout.PGCTLD_GRPC}",
         f"--grpc-socket-file={layout.PGCTLD_GRPC_SOCKET}",
+        *render_grpc_tls.pgctld_args(ctx),
         f"--pg-hba-template={layout.PGCTLD_CONFIG_DIR}/{layout.PG_HBA_KEY}",
         *extra_args,
         # Both set: pgctld runs the pgBackRest TLS server only with a port and a cert dir.

@@ -101,6 +101,9 @@ def escalating_fields(spec: model.MultigresShardSpec) -> list[tuple[str, str]]:
     tls = backup.get("pgbackrestTLS") or {}
     if tls.get("secretName"):
         out.append(("spec.backup.pgbackrestTLS.secretName", tls["secretName"]))
+    grpc_tls = (data.get("security") or {}).get("grpcTLS") or {}
+    if grpc_tls.get("secretName"):
+        out.append(("spec.security.grpcTLS.secretName", grpc_tls["secretName"]))
     ref = data.get("postgresPasswordSecretRef") or {}
     if ref.get("name"):
         out.append(("spec.postgresPasswordSecretRef.name", ref["name"]))

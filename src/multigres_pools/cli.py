@@ -29,6 +29,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.model import (
     DnsLabel,
     Image,
     MultigresShard,
+    ObjectName,
     SpecError,
     value_problem,
 )
@@ -202,8 +203,10 @@ def cmd_install_bundle(args: argparse.Namespace) -> int:
     namespaces = tuple(args.watch_namespace) or bundle.DEFAULT_WATCH_NAMESPACES
     policy = SpecPolicy(parse_list(args.allowed_images), parse_list(args.allowed_service_accounts),
                         parse_list(args.allowed_secrets))
-    changed = output.write_folder(bundle.files(args.image, namespaces, cluster_wide=args.cluster_wide, policy=policy),
-                                  args.output)
+    if args.agent_grpc_tls_secret:
+        _check(args.agent_grpc_tls_secret, ObjectName, "--agent-grpc-tls-secret")
+    changed = output.write_folder(bundle.files(args.image, namespaces, cluster_wide=args.cluster_wide, policy=policy,
+                                               agent_grpc_tls_secret=args.agent_grpc_tls_secret), args.output)
     print(f"{args.output}: install bundle, {len(changed)} files changed", file=sys.stderr)
     return 0
 
@@ -293,6 +296,9 @@ def parser() -> argparse.ArgumentParser:
     for flag, what in (("--allowed-images", "images"), ("--allowed-service-accounts", "ServiceAccounts"),
                        ("--allowed-secrets", "Secrets")):
         allow.add_argument(flag, default="", help=f"{what} a MultigresShard may name (docs/install.md)")
+    b.add_argument("--agent-grpc-tls-secret", metavar="SECRET",
+                   help=f"Secret in {bundle.NAMESPACE} (tls.crt, tls.key, ca.crt) the agent dials multipoolers "
+                        "with, for shards with spec.security.grpcTLS (docs/operations.md, \"TLS for gRPC\")")
     b.set_defaults(run=cmd_install_bundle)
 
     c = _sub(sub, "completion", "print a shell completion script")

@@ -76,6 +76,7 @@ class MultigresStack:
     agent: Process | None = None
     operator_port: int = field(default_factory=free_port)
     agent_port: int = field(default_factory=free_port)
+    agent_args: tuple[str, ...] = ()  # more agent flags, e.g. --grpc-ca/--grpc-cert/--grpc-key
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> MultigresStack:
@@ -114,7 +115,7 @@ class MultigresStack:
         return [sys.executable, "-m", "multigres_pools.playground.multigres_stack", "agent", *crash,
                 "--kubeconfig", str(self.kubeconfig), "--namespace", self.namespace,
                 "--http", f"127.0.0.1:{self.agent_port}", "--standalone", "--poll-interval", "1",
-                "--lease-namespace", self.namespace, "--stall-after", "120"]
+                "--lease-namespace", self.namespace, "--stall-after", "120", *self.agent_args]
 
     def restart_agent(self, crash_before: str | None = None) -> Process:
         """SIGKILL the agent if it runs, and start it again; with `crash_before`, the new agent SIGKILLs

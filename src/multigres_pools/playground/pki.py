@@ -1,5 +1,6 @@
 """Certificates and keys for the test cluster: a CA, the API server's serving certificate, an admin
-client certificate (group system:masters) and the service-account signing key pair."""
+client certificate (group system:masters) and the service-account signing key pair; and, for mutual
+TLS between the processes of a shard, a CA with one certificate for both ends (`issue_mutual`)."""
 
 from __future__ import annotations
 
@@ -61,16 +62,39 @@ def _leaf(path_cert: Path, path_key: Path, subject: x509.Name, ca_key: ec.Ellipt
     _write_key(path_key, key)
 
 
+def _ca(path: Path, cn: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Name]:
+    ca_key = _key()
+    ca_name = _name(cn)
+    ca = (_builder(ca_name, ca_name, ca_key.public_key())
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    return ca_key, ca_name
+
+
+@dataclass(frozen=True)
+class MutualTLS:
+    ca_cert: Path
+    cert: Path
+    key: Path
+
+
+def issue_mutual(directory: Path, dns_names: list[str]) -> MutualTLS:
+    """A new CA and one certificate signed by it, valid for `dns_names` (wildcards allowed), usable
+    as a server and as a client certificate: every process of a shard presents the same one."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = MutualTLS(directory / "ca.crt", directory / "tls.crt", directory / "tls.key")
+    ca_key, ca_name = _ca(files.ca_cert, "multigres-pools-grpc-test-ca")
+    _leaf(files.cert, files.key, _name("multigres-grpc"), ca_key, ca_name,
+          [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH], [x509.DNSName(n) for n in dns_names])
+    return files
+
+
 def generate(directory: Path) -> Pki:
     directory.mkdir(parents=True, exist_ok=True)
     pki = Pki(*(directory / n for n in ("ca.crt", "serving.crt", "serving.key", "admin.crt", "admin.key",
                                         "sa.pub", "sa.key")))
-    ca_key = _key()
-    ca_name = _name("multigres-pools-test-ca")
-    ca = (_builder(ca_name, ca_name, ca_key.public_key())
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    ca_key, ca_name = _ca(pki.ca_cert, "multigres-pools-test-ca")
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in (
         "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")]
     sans.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))

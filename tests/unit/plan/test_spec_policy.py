@@ -47,3 +47,11 @@ def test_lists_parse_from_comma_separated_text_and_reach_the_bundle() -> None:
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--allowed-images=ghcr.io/multigres/*,postgres:17" in args
     assert not any(a.startswith("--allowed-secrets") for a in args)
+
+
+def test_the_grpc_tls_secret_is_a_secret_the_allow_list_must_admit() -> None:
+    spec = _spec(security={"grpcTLS": {"secretName": "someone-elses-tls"}})
+    assert SpecPolicy.of(secrets=["grpc-*"]).problems(spec) == [
+        "spec.security.grpcTLS.secretName: Secret 'someone-elses-tls' is not allowed by the operator's "
+        "configuration (allowed: grpc-*)"]
+    assert SpecPolicy.of(secrets=["someone-elses-tls"]).problems(spec) == []
