@@ -307,7 +307,9 @@ class Controller:
         if report is None:
             outcome = error or Outcome(Result.ERROR, "runner error: no report for this shard")
         else:
-            outcome = classify(report.status, report.module_result, report.failures)
+            # A run that failed before any task has no host event: its output says why.
+            failures = report.failures or ([report.detail] if report.detail and report.module_result is None else [])
+            outcome = classify(report.status, report.module_result, failures)
             self.reports[key] = report
             self.playbook_passes[key] += 1
             self.metrics.duration.observe(report.duration)

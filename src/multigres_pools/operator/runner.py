@@ -81,6 +81,9 @@ class RunReport:
     # Seconds from the call to the moment the reconcile task started: the runner's start cost.
     start_overhead: float | None
     ident: str
+    # The end of ansible-playbook's output when the run did not succeed: why a run that never reached
+    # the reconcile task failed (an error at start-up has no host event).
+    detail: str = ""
 
 
 @dataclass
@@ -193,9 +196,10 @@ class PlaybookRunner:
                 settings={"pexpect_timeout": 1},  # the cancel callback is polled this often
             )
             status, rc = result.status, result.rc
+            detail = "" if status == "successful" else _output_tail(pdd, ident)
         finally:
             self._file_events(pdd, ident, keys)
-        return _reports(keys, collector, status, rc, started, ident)
+        return _reports(keys, collector, status, rc, started, ident, detail)
 
     def kill_runs(self) -> int:
         """SIGKILL every run of this runner with every process it started; returns how many died.
@@ -229,8 +233,13 @@ class PlaybookRunner:
             artifacts.prune_runs(shard, self.keep_artifacts)
 
 
+def _output_tail(pdd: Path, ident: str, limit: int = 2000) -> str:
+    out = pdd / "artifacts" / ident / "stdout"
+    return out.read_text(errors="replace")[-limit:].strip() if out.is_file() else ""
+
+
 def _reports(keys: Sequence[ShardKey], collector: _EventCollector, status: str, rc: int | None,
-             started: float, ident: str) -> dict[ShardKey, RunReport]:
+             started: float, ident: str, detail: str = "") -> dict[ShardKey, RunReport]:
     ended = time.monotonic()
     reports: dict[ShardKey, RunReport] = {}
     for key in keys:
@@ -240,7 +249,8 @@ def _reports(keys: Sequence[ShardKey], collector: _EventCollector, status: str, 
             status=host_status, rc=0 if host_status == "successful" else rc,
             module_result=host.module_result, failures=host.failures,
             duration=(host.finished or ended) - started,
-            start_overhead=None if host.task_started is None else host.task_started - started, ident=ident)
+            start_overhead=None if host.task_started is None else host.task_started - started, ident=ident,
+            detail=detail)
     return reports
 
 
