@@ -27,12 +27,12 @@ lint: setup
 ansible-lint: setup
 	$(VENV)/bin/ansible-lint
 
-# ansible-test sanity on the built collection (about 2 minutes, so not part of `make lint`/`make test`);
-# the first run on a machine needs PyPI for ansible-test's venvs, later runs are offline.
+# ansible-test sanity on the built collection (about 30 s once its venvs exist; part of `make test`);
+# the first run on a machine fills ansible-test's venvs from PyPI, later runs are offline.
 sanity: setup
 	tools/ansible_test_sanity.sh $(SANITY_ARGS)
 
-test: setup lint
+test: setup lint sanity
 	$(PY) -m pytest -p no:cacheprovider -m "not soak" $(PYTEST_ARGS)
 
 # The slow fault matrix on real Multigres (drain faults, two cells, the chaos soak: docs/reliability.md);

@@ -20,7 +20,7 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     # The operator's allow-lists (spec_policy.py): a list, or one comma-separated string; empty allows all.
     "allowed_images": {"type": "list", "elements": "str", "default": []},
     "allowed_service_accounts": {"type": "list", "elements": "str", "default": []},
-    "allowed_secrets": {"type": "list", "elements": "str", "default": []},
+    "allowed_secrets": {"type": "list", "elements": "str", "default": [], "no_log": False},  # names, not secrets
 }
 REQUIRED_ONE_OF = [("shard", "spec", "name")]
 MUTUALLY_EXCLUSIVE = [("shard", "spec", "name")]

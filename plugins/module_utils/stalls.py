@@ -39,7 +39,7 @@ def configured_agent_stall_after() -> float:
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if not value > 0 or value == float("inf"):
+    if not 0 < value < float("inf"):  # NaN fails both comparisons
         raise ValueError(f"{keys.ENV_AGENT_STALL_AFTER}: {raw!r} is not a positive number of seconds")
     return value
 

@@ -81,6 +81,8 @@ def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
 
 
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
+
+
 def _refusal_conditions(errors: list[str]) -> list[Manifest]:
     text = "; ".join(errors)[:32768]  # the CRD's maxLength of a condition message
     return [_condition(C.READY, False, INVALID_SPEC, text),
