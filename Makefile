@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup demo demo-double test soak lint ansible-lint sanity unit fuzz bench clean
+.PHONY: setup demo demo-double test soak lint ansible-lint sanity typecheck unit fuzz bench clean
 
 setup:
 	@tools/setup.sh
@@ -29,11 +29,15 @@ ansible-lint: setup
 
 # ansible-test sanity on the built collection (about 30 s once its venvs exist; part of `make test`);
 # the first run on a machine fills ansible-test's venvs from PyPI, later runs are offline.
+# mypy --strict over the package and the collection's plugins (pyproject.toml [tool.mypy]).
+typecheck: setup
+	$(VENV)/bin/mypy src/multigres_pools $(VENV)/collections/ansible_collections/multigres/pools/plugins
+
 sanity: setup
 	tools/ansible_test_sanity.sh $(SANITY_ARGS)
 
 test: setup lint sanity
-	$(PY) -m pytest -p no:cacheprovider -m "not soak" $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -m "not soak" --durations=40 $(PYTEST_ARGS)
 
 # The slow fault matrix on real Multigres (drain faults, two cells, the chaos soak: docs/reliability.md);
 # `make test` runs a subset.
