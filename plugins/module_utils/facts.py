@@ -1,7 +1,7 @@
 """Read-only facts about live objects: readiness, drain state, role, index. No decisions here."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: it would bind the name `annotations`, which this module
+# defines as a function that other modules call (facts.annotations).
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +46,8 @@ def is_terminating(obj: Manifest) -> bool:
 
 
 def condition(obj: Manifest, kind: str) -> Manifest | None:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
+    conditions: list[Manifest] = (obj.get("status") or {}).get("conditions") or []
+    for cond in conditions:
         if cond.get("type") == kind:
             return cond
     return None
@@ -54,7 +55,7 @@ def condition(obj: Manifest, kind: str) -> Manifest | None:
 
 def condition_true(obj: Manifest, kind: str) -> bool:
     cond = condition(obj, kind)
-    return bool(cond) and cond.get("status") == "True"
+    return cond is not None and cond.get("status") == "True"
 
 
 def index_of(obj: Manifest, base: str) -> int | None:
@@ -112,7 +113,7 @@ class PodFacts:
     drain_unknown: str | None = None
 
     @classmethod
-    def of(cls, obj: Manifest, index: int) -> PodFacts:
+    def of(cls, obj: Manifest, index: int) -> "PodFacts":
         ann = annotations(obj)
         drain = drain_annotations.read_state(ann)
         return cls(

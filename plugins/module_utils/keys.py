@@ -8,12 +8,13 @@ objects; keys of our own live under pools.multigres.com.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
 
 # --- our API -------------------------------------------------------------------------------------
 API_GROUP = "pools.multigres.com"
 API_VERSION = "v1alpha1"
 API_GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
-SHARD_KIND = "MultigresShard"
+SHARD_KIND: Final = "MultigresShard"  # Final: its literal type is the model's `kind`
 SHARD_PLURAL = "multigresshards"
 SHARD_SHORT_NAME = "mgs"
 

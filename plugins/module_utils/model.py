@@ -180,7 +180,7 @@ class Resources(SpecModel):
 
 
 class ContainerSettings(SpecModel):
-    resources: Resources = Field({}, description="Requests and limits of this container.")
+    resources: Resources = Field({}, validate_default=True, description="Requests and limits of this container.")
 
 
 class Toleration(SpecModel):
@@ -297,7 +297,9 @@ class PostgresExporter(SpecModel):
 
 
 class Monitoring(SpecModel):
-    postgres_exporter: PostgresExporter = Field({}, description="The postgres-exporter sidecar of pool pods.")
+    postgres_exporter: PostgresExporter = Field(
+        {}, validate_default=True, description="The postgres-exporter sidecar of pool pods.",
+    )
 
 
 # --- pools ---------------------------------------------------------------------------------------
@@ -316,9 +318,9 @@ class Pool(SpecModel):
     type: Literal["readWrite"] = Field("readWrite", description="Pool type; only readWrite exists today.")
     cells: CellList = Field(min_length=1, max_length=10, description="Cells this pool runs in (append-only).")
     replicas_per_cell: int = Field(3, ge=1, le=32, description="Pods (and data PVCs) per cell.")
-    storage: Storage = Field({}, description="Data volume of each pod.")
-    postgres: ContainerSettings = Field({}, description="The pgctld/PostgreSQL container.")
-    multipooler: ContainerSettings = Field({}, description="The multipooler sidecar.")
+    storage: Storage = Field({}, validate_default=True, description="Data volume of each pod.")
+    postgres: ContainerSettings = Field({}, validate_default=True, description="The pgctld/PostgreSQL container.")
+    multipooler: ContainerSettings = Field({}, validate_default=True, description="The multipooler sidecar.")
     affinity: Affinity | None = Field(None, description="Pod affinity (core/v1 Affinity), verbatim.")
     tolerations: list[Toleration] = Field([], max_length=32, description="Pod tolerations.")
     node_selector: dict[LabelKey, LabelValue] = Field(
@@ -352,7 +354,7 @@ def _positive_interval(name: str, wire: str) -> Rule:
 class CellDeployment(SpecModel):
     """A Deployment (and Service) in each cell."""
 
-    __rules__: ClassVar = (
+    __rules__: ClassVar[tuple[Rule, ...]] = (
         owned_keys_rule("pod-labels-not-owned", "podLabels", "podLabels", keys.OWNED_LABEL_KEYS),
         owned_keys_rule("pod-annotations-not-owned", "podAnnotations", "podAnnotations"),
     )
@@ -361,7 +363,7 @@ class CellDeployment(SpecModel):
     cells: CellList = Field(
         [], max_length=10, description="Cells running one; empty means every cell of every pool.",
     )
-    resources: Resources = Field({}, description="Container resources.")
+    resources: Resources = Field({}, validate_default=True, description="Container resources.")
     affinity: Affinity | None = Field(None, description="Pod affinity, verbatim.")
     tolerations: list[Toleration] = Field([], max_length=32, description="Pod tolerations.")
     pod_annotations: dict[Annotated[str, StringConstraints(max_length=317)], str] = Field(
@@ -400,8 +402,9 @@ class FilesystemBackup(SpecModel):
                                 "Database record's backup_location.",
     )
     storage: BackupStorage = Field(
-        {}, description="The shared backup PVC: one per shard (v0.1.0; use ReadWriteMany when pods "
-                        "run on more than one node) or one per cell (d782aa06).",
+        {}, validate_default=True,
+        description="The shared backup PVC: one per shard (v0.1.0; use ReadWriteMany when pods "
+                    "run on more than one node) or one per cell (d782aa06).",
     )
 
 
@@ -475,10 +478,14 @@ class Backup(SpecModel):
     )
 
     type: Literal["filesystem", "s3"] = Field("filesystem", description="Where the pgBackRest repository lives.")
-    filesystem: FilesystemBackup = Field({}, description="Shared backup PVC (type filesystem).")
+    filesystem: FilesystemBackup = Field({}, validate_default=True, description="Shared backup PVC (type filesystem).")
     s3: S3Backup | None = Field(None, description="S3 repository (type s3); pods then use an emptyDir.")
-    pgbackrest_tls: PgBackRestTLS = Field({}, alias="pgbackrestTLS", description="pgBackRest TLS material.")
-    schedules: BackupSchedules = Field({}, description="Scheduled base backups, run by the agent.")
+    pgbackrest_tls: PgBackRestTLS = Field(
+        {}, validate_default=True, alias="pgbackrestTLS", description="pgBackRest TLS material.",
+    )
+    schedules: BackupSchedules = Field(
+        {}, validate_default=True, description="Scheduled base backups, run by the agent.",
+    )
     health_threshold: Duration = Field(
         "25h", description="BackupHealthy turns False when the newest complete backup is older than this.",
     )
@@ -609,8 +616,8 @@ class MultigresShardSpec(SpecModel):
     shard_name: Annotated[str, StringConstraints(max_length=25)] = Field(
         "0-inf", description="Shard; only '0-inf' today.",
     )
-    multigres: MultigresRelease = Field({}, description="The Multigres version the shard runs.")
-    images: Images = Field({}, description="Container images.")
+    multigres: MultigresRelease = Field({}, validate_default=True, description="The Multigres version the shard runs.")
+    images: Images = Field({}, validate_default=True, description="Container images.")
     global_topo_server: GlobalTopoServer = Field(description="The global topology server.")
     pools: dict[PoolName, Pool] = Field(
         min_length=1, max_length=8, description="Pools by name (append-only).",
@@ -620,11 +627,15 @@ class MultigresShardSpec(SpecModel):
         description="Per cell, the node labels its pods must run on (nodeSelector), e.g. "
                     "{zone1: {topology.kubernetes.io/zone: us-east-1a}}. Immutable per cell once set.",
     )
-    multiorch: MultiOrch = Field({}, description="MultiOrch Deployments, one per cell.")
-    multigateway: MultiGateway = Field({}, description="Optional multigateway Deployments, one per cell.")
-    monitoring: Monitoring = Field({}, description="Metrics sidecars.")
-    backup: Backup = Field({}, description="pgBackRest repository, TLS and schedules.")
-    pvc_deletion_policy: PVCDeletionPolicy = Field({}, description="Data PVC lifecycle; pools may override.")
+    multiorch: MultiOrch = Field({}, validate_default=True, description="MultiOrch Deployments, one per cell.")
+    multigateway: MultiGateway = Field(
+        {}, validate_default=True, description="Optional multigateway Deployments, one per cell.",
+    )
+    monitoring: Monitoring = Field({}, validate_default=True, description="Metrics sidecars.")
+    backup: Backup = Field({}, validate_default=True, description="pgBackRest repository, TLS and schedules.")
+    pvc_deletion_policy: PVCDeletionPolicy = Field(
+        {}, validate_default=True, description="Data PVC lifecycle; pools may override.",
+    )
     postgres_config: dict[GucName, Annotated[str, StringConstraints(max_length=1024)]] = Field(
         {}, max_length=256,
         description="postgresql.conf overrides, rendered into the shard's postgres-config ConfigMap.",
@@ -646,9 +657,10 @@ class MultigresShardSpec(SpecModel):
         None, description="Your Secret holding the superuser password (one line, no ':' or '\\'); fixed once the "
                           "shard exists. Unset: the engine generates `<shard>-postgres-password`/password.",
     )
-    log_levels: LogLevels = Field({}, description="Log levels per component.")
+    log_levels: LogLevels = Field({}, validate_default=True, description="Log levels per component.")
     security: Security = Field(
-        {}, description="pg_hba source networks and the shard's NetworkPolicy (docs/api.md, \"Security\").")
+        {}, validate_default=True,
+        description="pg_hba source networks and the shard's NetworkPolicy (docs/api.md, \"Security\").")
     maintenance_windows: list[MaintenanceWindow] = Field(
         [], max_length=16,
         description="Weekly UTC windows in which disruptive actions (rolling updates, scale-down and "
@@ -724,7 +736,10 @@ class MultigresShard(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    api_version: Literal["pools.multigres.com/v1alpha1"] = Field(keys.API_GROUP_VERSION, alias="apiVersion")
+    # validate_default: keys.API_GROUP_VERSION is a str built from its parts; pydantic checks it is this literal.
+    api_version: Literal["pools.multigres.com/v1alpha1"] = Field(
+        keys.API_GROUP_VERSION, alias="apiVersion", validate_default=True,
+    )
     kind: Literal["MultigresShard"] = keys.SHARD_KIND
     metadata: ObjectMeta
     spec: MultigresShardSpec

@@ -94,17 +94,17 @@ class NetworkPolicySettings(SpecModel):
     enabled: bool = Field(True, description="Render the NetworkPolicy. Turning it off later deletes the "
                                             "one this shard made (pruning, docs/architecture.md).")
     agent: NetworkPeer = Field(
-        _AGENT_PEER,
+        _AGENT_PEER, validate_default=True,
         description="The multigres-pools agent, which dials every multipooler's gRPC port. Default: the "
                     f"install bundle's agent pods in namespace {keys.INSTALL_NAMESPACE}.",
     )
     clients: list[NetworkPeer] = Field(
-        [{"podSelector": {}}], max_length=16,
+        [{"podSelector": {}}], validate_default=True, max_length=16,
         description="Who may open PostgreSQL connections (pool pods' port 5432, the multigateway's 15432); "
                     "SCRAM still applies. Default: every pod in the shard's namespace. [] admits no client.",
     )
     metrics: list[NetworkPeer] = Field(
-        [{"namespaceSelector": {}}], max_length=16,
+        [{"namespaceSelector": {}}], validate_default=True, max_length=16,
         description="Who may scrape postgres-exporter (port 9187, when enabled). Default: every pod of "
                     "every namespace; narrow it to your Prometheus.",
     )
@@ -136,7 +136,7 @@ class Security(SpecModel):
                     "replication and pg_rewind, all with SCRAM-SHA-256: your cluster's pod network. "
                     "Default: the private ranges. Ignored when pgHbaTemplate is set.",
     )
-    network_policy: NetworkPolicySettings = Field({}, description="The shard's NetworkPolicy.")
+    network_policy: NetworkPolicySettings = Field({}, validate_default=True, description="The shard's NetworkPolicy.")
     grpc_tls: GrpcTLS | None = Field(
         None, alias="grpcTLS",
         description="Mutual TLS on gRPC between multipooler, multiorch and multigateway (v0.1.0). Unset: "

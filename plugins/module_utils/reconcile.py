@@ -27,7 +27,7 @@ from .snapshot import Reader
 from .spec_policy import SpecPolicy
 
 with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
-    from . import inputs, model
+    from . import inputs, model, model_security
 
 Manifest = dict[str, Any]
 _VOLATILE = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
@@ -101,7 +101,7 @@ def request_problems(request: Request) -> list[str]:
     become URL paths), the timeout, and in vars mode the spec or document (limits, then the model)."""
     problems = []
     for field_name, value, type_ in (("namespace", request.namespace, model.DnsLabel),
-                                     ("name", request.name, model.ObjectName)):
+                                     ("name", request.name, model_security.ObjectName)):
         problem = model.value_problem(type_, value) if value is not None else None
         if problem:
             problems.append(f"{field_name}: {value!r}: {problem}")

@@ -93,8 +93,10 @@ class SpecModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         frozen=True,
+        # Turns a sub-model field's `{}` default into that model. Fields with such a default repeat
+        # validate_default=True: only then does pydantic's typing accept a dict for a model-typed field.
         validate_default=True,
-        json_schema_extra=_add_rules_to_schema,  # type: ignore[typeddict-item]
+        json_schema_extra=_add_rules_to_schema,
     )
 
     __rules__: ClassVar[tuple[Rule, ...]] = ()
