@@ -50,7 +50,7 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset({"fifo", "idle_timeout"})
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = super().run(tmp, task_vars)
+        result: dict[str, Any] = super().run(tmp, task_vars)
         fifo = self._task.args.get("fifo")
         if not fifo:
             raise AnsibleActionFail("operator_job: fifo is required")

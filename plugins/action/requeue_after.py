@@ -19,7 +19,7 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset({"period"})
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = super().run(tmp, task_vars)
+        result: dict[str, Any] = super().run(tmp, task_vars)
         period = str(self._task.args.get("period", "")).strip()
         if not GO_DURATION.fullmatch(period):
             return {**result, "failed": True,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
@@ -42,9 +42,10 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         if not self._in_process(task_vars):
-            return self._execute_module(module_name="multigres.pools.shard_reconcile",
-                                        module_args=self._task.args, task_vars=task_vars)
-        result = super().run(tmp, task_vars)
+            # cast: the module's result, a dict (ansible-core is untyped).
+            return cast(dict[str, Any], self._execute_module(module_name="multigres.pools.shard_reconcile",
+                                                             module_args=self._task.args, task_vars=task_vars))
+        result: dict[str, Any] = super().run(tmp, task_vars)
         validator = ArgumentSpecValidator(reconcile_args.ARGUMENT_SPEC,
                                           mutually_exclusive=reconcile_args.MUTUALLY_EXCLUSIVE,
                                           required_one_of=reconcile_args.REQUIRED_ONE_OF,

@@ -23,7 +23,7 @@ END = "<!-- END GENERATED REFERENCE -->"
 def _type(node: dict[str, Any]) -> str:
     if "enum" in node:
         return " \\| ".join(f"`{v}`" for v in node["enum"])
-    kind = node.get("type", "any")
+    kind: str = node.get("type", "any")
     if kind == "array":
         return f"list of {_type(node.get('items', {}))}"
     if kind == "object" and "additionalProperties" in node:

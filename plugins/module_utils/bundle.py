@@ -401,8 +401,7 @@ def files(image: str = DEFAULT_IMAGE, namespaces: tuple[str, ...] = DEFAULT_WATC
         objects[f"{command}-metrics-service.yaml"] = _metrics_service(name)
         order += [f"{command}-serviceaccount.yaml", *sorted(rbac_texts), *sorted(rbac_objects),
                   f"{command}-deployment.yaml", f"{command}-metrics-service.yaml"]
-    policy, binding = agent_pod_policy()
-    objects["agent-pod-policy.yaml"], objects["agent-pod-policy-binding.yaml"] = policy, binding
+    objects["agent-pod-policy.yaml"], objects["agent-pod-policy-binding.yaml"] = agent_pod_policy()
     order += ["agent-pod-policy.yaml", "agent-pod-policy-binding.yaml"]
     auth_role, auth_binding, reader = metrics_rbac()
     texts["metrics-auth-clusterrole.yaml"] = auth_role

@@ -9,10 +9,13 @@ as `x-kubernetes-validations` through `rules.SpecModel`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import keys
 from .requirements_guard import runtime_requirements
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
     from .model import MultigresShardSpec, MultigresShardStatus
@@ -114,9 +117,10 @@ def _strip_defaults(node: Any) -> Any:
     return node
 
 
-def openapi_schema(model: type) -> dict[str, Any]:
-    raw = model.model_json_schema(by_alias=True, mode="validation")  # type: ignore[attr-defined]
-    return _structural(raw, raw.get("$defs", {}))
+def openapi_schema(model: type[BaseModel]) -> dict[str, Any]:
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    schema: dict[str, Any] = _structural(raw, raw.get("$defs", {}))  # an object schema stays one
+    return schema
 
 
 def shard_crd() -> dict[str, Any]:

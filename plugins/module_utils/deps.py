@@ -10,6 +10,7 @@ import traceback
 
 from ansible.module_utils.basic import missing_required_lib
 
+PYDANTIC_IMPORT_ERROR: str | None  # the traceback when the import failed
 try:
     import pydantic  # noqa: F401  # pylint: disable=unused-import
 except ImportError:
@@ -17,6 +18,7 @@ except ImportError:
 else:
     HAS_PYDANTIC, PYDANTIC_IMPORT_ERROR = True, None
 
+YAML_IMPORT_ERROR: str | None
 try:
     import yaml  # noqa: F401  # pylint: disable=unused-import
 except ImportError:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, cast
 
 import yaml
 
@@ -43,7 +43,14 @@ class InputError(ValueError):
     """A document that cannot be used as given; the message names its source and where in it."""
 
 
-def _at(mark: yaml.Mark | None) -> str:
+class _Mark(Protocol):
+    """A position in the text: yaml.Mark, or libyaml's own Mark class when CParser made the event."""
+
+    line: int
+    column: int
+
+
+def _at(mark: _Mark | None) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "(unknown position)"
 
 
@@ -74,7 +81,7 @@ class _LimitedLoader(yaml.composer.Composer, _Parser, yaml.constructor.SafeConst
         self._sizes: dict[int, int] = {}
         self._composed = 0
 
-    def _fail(self, mark: yaml.Mark | None, problem: str) -> InputError:
+    def _fail(self, mark: _Mark | None, problem: str) -> InputError:
         return InputError(f"{self.source}: {_at(mark)}: {problem}")
 
     def compose_document(self) -> Any:
@@ -84,7 +91,7 @@ class _LimitedLoader(yaml.composer.Composer, _Parser, yaml.constructor.SafeConst
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = cast(yaml.AliasEvent, self.peek_event())  # check_event just saw it
             target = self.anchors.get(event.anchor)
             if target is not None and id(target) not in self._sizes:
                 raise self._fail(event.start_mark, f"alias *{event.anchor} refers to a node that contains it")
@@ -92,11 +99,14 @@ class _LimitedLoader(yaml.composer.Composer, _Parser, yaml.constructor.SafeConst
         self._depth += 1
         self._composed += 1  # also stops a flat mapping of a million keys long before its end
         if self._composed > MAX_NODES:
-            raise self._fail(self.peek_event().start_mark, f"more than {MAX_NODES:,} nodes")
+            # cast: compose_node is only called with the node's first event waiting.
+            raise self._fail(cast(yaml.Event, self.peek_event()).start_mark, f"more than {MAX_NODES:,} nodes")
         if self._depth > MAX_DEPTH:
-            raise self._fail(self.peek_event().start_mark, f"nested more than {MAX_DEPTH} levels deep")
+            raise self._fail(cast(yaml.Event, self.peek_event()).start_mark,
+                             f"nested more than {MAX_DEPTH} levels deep")
         try:
-            node = super().compose_node(parent, index)
+            # cast: Composer returns a node for every event it is called on (None only ends a stream).
+            node = cast(yaml.Node, super().compose_node(parent, index))
         finally:
             self._depth -= 1
         size = 1
@@ -126,8 +136,9 @@ class _LimitedLoader(yaml.composer.Composer, _Parser, yaml.constructor.SafeConst
         return super().construct_yaml_int(node)
 
 
-_LimitedLoader.add_constructor("tag:yaml.org,2002:int", _LimitedLoader.construct_yaml_int)
-_LimitedLoader.add_constructor("tag:yaml.org,2002:map", _LimitedLoader.construct_yaml_map)
+# The ignores: types-PyYAML types a constructor's loader argument as one of PyYAML's own loader classes.
+_LimitedLoader.add_constructor("tag:yaml.org,2002:int", _LimitedLoader.construct_yaml_int)  # type: ignore[type-var]
+_LimitedLoader.add_constructor("tag:yaml.org,2002:map", _LimitedLoader.construct_yaml_map)  # type: ignore[type-var]
 
 
 def load_yaml(data: bytes | str, source: str) -> list[tuple[str, Any]]:
@@ -147,7 +158,7 @@ def load_yaml(data: bytes | str, source: str) -> list[tuple[str, Any]]:
     out = []
     try:
         index = 0
-        while loader.check_data():
+        while loader.check_data():  # type: ignore[no-untyped-call]  # unannotated in types-PyYAML
             doc = loader.get_data()
             where = f"{source}#{index}"
             index += 1

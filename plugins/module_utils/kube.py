@@ -21,6 +21,7 @@ import tempfile
 import threading
 import urllib.parse
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,8 @@ def _merge_kubeconfigs(paths: list[Path]) -> Manifest:
 
 
 def _pick(doc: Manifest, section: str, entry_name: str) -> Manifest:
-    for entry in doc.get(section) or []:
+    entries: list[Manifest] = doc.get(section) or []
+    for entry in entries:
         if entry.get("name") == entry_name:
             return entry
     raise ValueError(f"kubeconfig has no {section[:-1]} named {entry_name!r}")
@@ -168,7 +170,8 @@ def _legacy_loader(path: Path, context: str | None) -> Credentials:
                          "pip install kubernetes (meta/requirements.txt pins the tested version)") from None
 
     cfg = client.Configuration()
-    config.load_kube_config(config_file=str(path), context=context, client_configuration=cfg)
+    config.load_kube_config(  # type: ignore[no-untyped-call]  # unannotated in the kubernetes package
+        config_file=str(path), context=context, client_configuration=cfg)
     token = (cfg.api_key or {}).get("authorization", "").removeprefix("Bearer ").strip()
     ca = Path(cfg.ssl_ca_cert).read_bytes() if cfg.ssl_ca_cert else None
     return Credentials(cfg.host, ca_data=ca, insecure=not cfg.verify_ssl, token=token or None)
@@ -201,7 +204,7 @@ def load_credentials(kubeconfig: str | None = None, context: str | None = None) 
     cluster, user = cluster_entry["cluster"], user_entry.get("user") or {}
     if user.get("auth-provider"):
         return _legacy_loader(paths[0], ctx_name)
-    cbase, ubase = Path(cluster_entry["_base"]), Path(user_entry.get("_base", cluster_entry["_base"]))
+    cbase, ubase = Path(cluster_entry["_base"]), Path(user_entry.get("_base") or cluster_entry["_base"])
     creds = Credentials(
         server=cluster["server"].rstrip("/"),
         ca_data=_read(cbase, cluster.get("certificate-authority"), cluster.get("certificate-authority-data")),
@@ -349,7 +352,7 @@ class KubeClient:
         return self.request("patch", "PATCH", path, query=self._write_query(dry_run, fieldManager=field_manager),
                             body=body, content_type="application/merge-patch+json")
 
-    def json_patch(self, api_version: str, kind: str, namespace: str | None, name: str, ops: list[Manifest], *,
+    def json_patch(self, api_version: str, kind: str, namespace: str | None, name: str, ops: Sequence[Manifest], *,
                    field_manager: str, dry_run: bool = False) -> Manifest:
         path = resource_path(api_version, kind, namespace, name)
         return self.request("patch", "PATCH", path, query=self._write_query(dry_run, fieldManager=field_manager),

@@ -26,7 +26,8 @@ Manifest = dict[str, Any]
 
 
 def controller_ref(obj: Manifest) -> Manifest | None:
-    for ref in facts.meta(obj).get("ownerReferences") or []:
+    refs: list[Manifest] = facts.meta(obj).get("ownerReferences") or []
+    for ref in refs:
         if ref.get("controller"):
             return ref
     return None

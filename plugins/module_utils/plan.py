@@ -207,8 +207,8 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     found = (_shard_finalizer(ctx) + plan_infra(ctx) + plan_generated_tls(ctx) + plan_generated_password(ctx)
              + plan_prune(ctx))
     outcomes = [plan_pool(ctx, view) for view in views]
-    for outcome in outcomes:
-        found += outcome.actions
+    for o in outcomes:
+        found += o.actions
     rolling = plan_rolling(ctx, outcomes)
     found += rolling.actions
     waiting = [w for o in outcomes for w in o.waiting] + ([rolling.waiting] if rolling.waiting else [])

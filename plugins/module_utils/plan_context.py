@@ -146,7 +146,7 @@ class PoolView:
 
     def resize_pending(self, index: int) -> bool:
         pvc = self.pvcs.get(index)
-        return bool(pvc) and facts.condition_true(pvc, "FileSystemResizePending")
+        return pvc is not None and facts.condition_true(pvc, "FileSystemResizePending")
 
 
 def pool_views(desired: Desired, observed: Observed) -> list[PoolView]:

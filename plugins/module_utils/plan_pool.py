@@ -122,8 +122,8 @@ class PoolPlanner:
             self.out.busy = True
             if pod.drain_state == keys.DrainState.READY_FOR_DELETION:
                 if not pod.terminating:
-                    why = f"drain complete ({pod.drain_reason or 'no reason recorded'}), the agent unregistered it"
-                    self.out.add([actions.delete(pod.obj, f"delete pod {pod.name}: {why}", Phase.DELETE_POD)])
+                    done = f"drain complete ({pod.drain_reason or 'no reason recorded'}), the agent unregistered it"
+                    self.out.add([actions.delete(pod.obj, f"delete pod {pod.name}: {done}", Phase.DELETE_POD)])
                 else:
                     self.out.wait(f"pod {pod.name} is terminating; the agent removes its finalizer", REQUEUE_DRAIN)
                 continue

@@ -42,11 +42,11 @@ def parse(value: str | int | float) -> Decimal:
         return number
     if not is_quantity(value):
         raise ValueError(f"{value!r} is not a Kubernetes quantity (for example 10Gi, 500Mi, 1.5G)")
-    number = _NUMBER.match(value)
-    if number is None:  # guaranteed by PATTERN
+    found = _NUMBER.match(value)
+    if found is None:  # guaranteed by PATTERN
         raise AssertionError(f"{value!r} passed PATTERN but has no number")
-    base = Decimal(number.group(0))
-    suffix = value[number.end():]
+    base = Decimal(found.group(0))
+    suffix = value[found.end():]
     if suffix in _BINARY:
         exact = base * (Decimal(1024) ** _BINARY[suffix])
     else:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import keys, layout, naming, spechash
-from .desired import Manifest
+from .desired import Manifest as Manifest  # re-exported: the renderers import it from here
 from .postgres_conf import has_control_character
 
 if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
@@ -27,7 +27,7 @@ class ShardContext:
     images: ContainerImages
     # Names are asked for many times per shard (every pod mounts the same ConfigMaps and Secrets);
     # naming's FNV hashing in pure Python dominated rendering before this cache.
-    _names: dict[tuple, str] = field(default_factory=dict, compare=False, repr=False)
+    _names: dict[tuple[object, ...], str] = field(default_factory=dict, compare=False, repr=False)
 
     def name(self, fn: Callable[..., str], *args: object) -> str:
         """`fn(self.sid, *args)` for a naming function, computed once per context."""
@@ -106,7 +106,7 @@ def cert_volume(ctx: ShardContext) -> Manifest:
     renamed = [{"key": "tls.crt", "path": "pgbackrest.crt"}, {"key": "tls.key", "path": "pgbackrest.key"}]
     ca = [{"key": "ca.crt", "path": "ca.crt"}]
     if tls.mode == "auto":
-        sources = [
+        sources: list[Manifest] = [
             {"secret": {"name": ctx.name(naming.pgbackrest_ca_secret_name), "items": ca}},
             {"secret": {"name": ctx.name(naming.pgbackrest_tls_secret_name), "items": renamed}},
         ]

@@ -130,4 +130,5 @@ def load(path: str | Path, now: float | None = None, max_age: float = MAX_AGE) -
     age = (time.time() if now is None else now) - float(doc.get("taken") or 0)
     if age > max_age or age < -max_age:
         return None
-    return doc["lists"]
+    lists: Mapping[str, list[Manifest]] = doc["lists"]  # our FORMAT, checked above
+    return lists

@@ -88,7 +88,7 @@ def escalating_fields(spec: model.MultigresShardSpec) -> list[tuple[str, str]]:
     """(field path, value) of every image, ServiceAccount and Secret the spec sets."""
     data: dict[str, Any] = spec.model_dump(by_alias=True, exclude_none=True)
     images = data.get("images") or {}
-    defaults = model.Images().model_dump(by_alias=True, exclude_none=True)
+    defaults = model.Images.model_validate({}).model_dump(by_alias=True, exclude_none=True)
     out = [(f"spec.images.{f}", images[f]) for f in _IMAGE_FIELDS if images.get(f) and images[f] != defaults.get(f)]
     out += [(f"spec.images.imagePullSecrets[{i}].name", ref["name"])
             for i, ref in enumerate(images.get("imagePullSecrets") or [])]

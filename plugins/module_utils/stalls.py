@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,7 +118,8 @@ def topology_condition(cr: Manifest | None) -> Manifest:
                  "(spec.globalTopoServer) and the agent's network path and TLS to it")
 
 
-def conditions(pods: list[Manifest], cr: Manifest | None, now: dt.datetime, stall_after_s: float) -> list[Manifest]:
+def conditions(pods: Sequence[Manifest], cr: Manifest | None, now: dt.datetime,
+               stall_after_s: float) -> list[Manifest]:
     return [agent_condition(pods, now, stall_after_s), drain_condition(pods), topology_condition(cr)]
 
 

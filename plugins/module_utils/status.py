@@ -202,7 +202,7 @@ def carry_transition_times(status: Manifest, previous: Manifest, stamp: str) -> 
     for cond in status["conditions"]:
         old = before.get(cond["type"])
         same = old is not None and old.get("status") == cond["status"] and old.get("lastTransitionTime")
-        cond["lastTransitionTime"] = old["lastTransitionTime"] if same else stamp
+        cond["lastTransitionTime"] = old["lastTransitionTime"] if old is not None and same else stamp
     return status
 
 

@@ -157,7 +157,7 @@ def status(gen: GeneratedTLS, ca: Manifest | None, leaf: Manifest | None,
         return None
     renewals = [leaf_validity.renew_at, ca_validity.renew_at]
     promote = promotes_at(ca)
-    out = {
+    out: Manifest = {
         "certificateSecret": gen.tls_secret,
         "certificateIssuedAt": facts.format_time(leaf_validity.issued_at),
         "certificateNotAfter": facts.format_time(leaf_validity.not_after),

@@ -86,16 +86,23 @@ changed_files:
   elements: str
 """
 
+from typing import Any  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.multigres.pools.plugins.module_utils import deps  # noqa: E402
 
 if deps.HAS_ENGINE:  # else main() fails with the missing library's name and the pip command
     import yaml
     from ansible_collections.multigres.pools.plugins.module_utils import inputs, output, render_folder
-    from ansible_collections.multigres.pools.plugins.module_utils.model import DnsLabel, SpecError, value_problem
+    from ansible_collections.multigres.pools.plugins.module_utils.model import (
+        DnsLabel,
+        MultigresShard,
+        SpecError,
+        value_problem,
+    )
 
 
-def _load(shards: list[dict], previous: dict) -> tuple[list, list[str]]:
+def _load(shards: list[dict[str, Any]], previous: dict[str, Any]) -> tuple[list[tuple[str, MultigresShard]], list[str]]:
     """The validated shards, or every problem, each starting with `shards[i]` or `previous.<name>`."""
     named, problems = [], []
     for i, doc in enumerate(shards):
