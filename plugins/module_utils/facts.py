@@ -1,7 +1,9 @@
 """Read-only facts about live objects: readiness, drain state, role, index. No decisions here."""
 
-# No `from __future__ import annotations`: it would bind the name `annotations`, which this module
-# defines as a function that other modules call (facts.annotations).
+# Aliased: the plain future import binds the name `annotations`, which this module defines as a
+# function (facts.annotations); type checkers would then take that name for the __future__ feature.
+from __future__ import annotations as _postponed_annotations
+
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
@@ -113,7 +115,7 @@ class PodFacts:
     drain_unknown: str | None = None
 
     @classmethod
-    def of(cls, obj: Manifest, index: int) -> "PodFacts":
+    def of(cls, obj: Manifest, index: int) -> PodFacts:
         ann = annotations(obj)
         drain = drain_annotations.read_state(ann)
         return cls(

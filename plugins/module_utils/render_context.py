@@ -6,12 +6,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import keys, layout, naming, spechash
-from .desired import Manifest as Manifest  # re-exported: the renderers import it from here
+from . import desired, keys, layout, naming, spechash
 from .postgres_conf import has_control_character
 
 if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
     from .model import ContainerImages, MultigresShardSpec, SecretKeyRef
+
+Manifest = desired.Manifest  # the renderers import it from here
 
 
 @dataclass(frozen=True)
