@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 # `multigres-pools --help` shows the commands; their own --help shows their options and examples.
-_NO_DEFAULT = (None, False, [], argparse.SUPPRESS)
+_NO_DEFAULT: tuple[object, ...] = (None, False, [], argparse.SUPPRESS)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
