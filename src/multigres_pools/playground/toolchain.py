@@ -181,7 +181,8 @@ def _mark_complete(directory: Path, note: str) -> None:
 def _run(argv: list[str], step: str, **kwargs: object) -> str:
     """Run argv, returning stdout; a failure raises ToolchainError naming the step and the output."""
     try:
-        done = subprocess.run(argv, check=True, text=True, capture_output=True, **kwargs)  # type: ignore[call-overload]
+        done: subprocess.CompletedProcess[str] = subprocess.run(  # type: ignore[call-overload]  # **kwargs: object
+            argv, check=True, text=True, capture_output=True, **kwargs)
     except FileNotFoundError as exc:
         raise ToolchainError(f"{step}: {argv[0]} not found") from exc
     except subprocess.CalledProcessError as exc:
@@ -554,7 +555,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"toolchain: not installed under {cache_root()}; run with --ensure", file=sys.stderr)
         return 1
     if args.run:
-        return subprocess.run(args.run, **toolchain.process_kwargs()).returncode  # type: ignore[call-overload]
+        done: subprocess.CompletedProcess[bytes] = subprocess.run(  # type: ignore[call-overload]  # **object
+            args.run, **toolchain.process_kwargs())
+        return done.returncode
     if args.env:
         for key, value in toolchain.env().items():
             print(f"export {key}={value!r}")
