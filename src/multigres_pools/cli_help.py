@@ -30,4 +30,4 @@ def examples(*lines: str) -> str:
 
 def parser(prog: str, description: str, epilog: str, **kwargs: object) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
-                                   formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]
+                                   formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]  # **object

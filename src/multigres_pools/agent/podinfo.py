@@ -36,7 +36,7 @@ def namespace(obj: Obj) -> str:
 
 
 def has_finalizer(obj: Obj, finalizer: str) -> bool:
-    return finalizer in facts.finalizers(obj)  # type: ignore[arg-type]
+    return finalizer in facts.finalizers(obj)  # type: ignore[arg-type]  # see namespace()
 
 
 def drain_reading(pod: Obj) -> drain_annotations.DrainReading:
@@ -51,7 +51,7 @@ def drain_state(pod: Obj) -> keys.DrainState | None:
 
 def containers_ready(pod: Obj) -> bool:
     """ContainersReady (absent counts as ready, as the Go operator reads it; contract §3.4)."""
-    cond = facts.condition(pod, "ContainersReady")  # type: ignore[arg-type]
+    cond = facts.condition(pod, "ContainersReady")  # type: ignore[arg-type]  # see namespace()
     return cond is None or cond.get("status") == "True"
 
 

@@ -81,7 +81,7 @@ def shard_id_from_labels(labels: Mapping[str, str]) -> ShardId | None:
                                        keys.LABEL_SHARD)]
     if not all(values):
         return None
-    return ShardId(*values)  # type: ignore[arg-type]
+    return ShardId(*values)  # type: ignore[arg-type]  # all() above: no None left
 
 
 def owner_shard(obj: Obj) -> str | None:

@@ -28,6 +28,7 @@ import signal
 import socket
 import stat
 import sys
+from typing import Any
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
@@ -100,7 +101,7 @@ def _ensure(path: str, is_file: bool, owned: set[str]) -> str:
     return current
 
 
-def build_view(spec: dict) -> None:  # type: ignore[type-arg]
+def build_view(spec: dict[str, Any]) -> None:
     # Open every source first: a later mount may hide its host path (a volume at /tmp, say).
     sources = [os.open(m["source"], os.O_PATH) for m in spec["mounts"]]
     root = spec["root"]
@@ -125,7 +126,7 @@ def build_view(spec: dict) -> None:  # type: ignore[type-arg]
         os.close(fd)
 
 
-def run_container(spec: dict) -> None:  # type: ignore[type-arg]
+def run_container(spec: dict[str, Any]) -> None:
     build_view(spec)
     uid, gid = spec["uid"], spec["gid"]
     if uid == 0:

@@ -474,12 +474,13 @@ def _verify_as_user(toolchain: Toolchain) -> None:
     checks += [[tool, "--version"] for tool in POSTGRES_TOOLS]
     checks += [["pgbackrest", "version"], ["etcd", "--version"]]
     for argv in checks:
-        done = subprocess.run(argv, capture_output=True, text=True, **toolchain.process_kwargs())  # type: ignore[call-overload]
+        done = subprocess.run(argv, capture_output=True, text=True,  # type: ignore[call-overload]  # **object
+                              **toolchain.process_kwargs())
         if done.returncode != 0:
             raise ToolchainError(f"as user {toolchain.user}: {' '.join(argv)} exited {done.returncode}: "
                                  f"{(done.stdout + done.stderr).strip()[-400:]}")
     out = subprocess.run(["postgres", "--version"], capture_output=True, text=True,
-                         **toolchain.process_kwargs()).stdout  # type: ignore[call-overload]
+                         **toolchain.process_kwargs()).stdout  # type: ignore[call-overload]  # **object
     if f"(PostgreSQL) {POSTGRES_MAJOR}." not in out:
         raise ToolchainError(f"as user {toolchain.user}: postgres on PATH is not {POSTGRES_MAJOR}: {out.strip()}")
 
