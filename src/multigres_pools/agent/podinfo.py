@@ -4,8 +4,10 @@ A pool pod carries its whole topology in the multipooler container's args (contr
 agent can serve shards rendered from plain vars, without a MultigresShard.
 """
 
-# No `from __future__ import annotations`: it would bind the name `annotations`, which this module
-# re-exports as a function (podinfo.annotations).
+# Aliased: the plain future import binds the name `annotations`, which this module re-exports as a
+# function (podinfo.annotations); type checkers would then take that name for the __future__ feature.
+from __future__ import annotations as _postponed_annotations
+
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
