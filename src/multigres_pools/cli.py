@@ -22,17 +22,17 @@ import importlib
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils import bundle, inputs, keys, output, render_folder
 from ansible_collections.multigres.pools.plugins.module_utils.model import (
     DnsLabel,
     Image,
     MultigresShard,
-    ObjectName,
     SpecError,
     value_problem,
 )
+from ansible_collections.multigres.pools.plugins.module_utils.model_security import ObjectName
 from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy, parse_list
 
 from . import cli_help
@@ -128,7 +128,8 @@ def _load(args: argparse.Namespace) -> list[MultigresShard]:
         for found in _documents_in(path):
             for where, doc in _shard_documents(*found, args.allow_other_kinds):
                 inputs.check_data(doc, where)
-                previous_where, previous = prior.get(_key(doc, args.namespace), (None, None))
+                key = _key(doc, args.namespace)
+                previous_where, previous = prior.get(key, (None, None)) if key is not None else (None, None)
                 try:
                     named.append((where, render_folder.load_checked(doc, previous, f"{previous_where}: spec")))
                 except SpecError as exc:
@@ -255,7 +256,8 @@ EXAMPLES = {
 }
 
 
-def _sub(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+def _sub(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str,
+         help_text: str) -> argparse.ArgumentParser:
     return sub.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".",
                           epilog=EXAMPLES[name], formatter_class=cli_help.HelpFormatter)
 
@@ -316,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         return _delegate(argv[0], argv[1:])
     args = parser().parse_args(argv)
     try:
-        return args.run(args)
+        return cast(int, args.run(args))  # every command's handler returns its exit code
     except SpecError as exc:
         print(f"multigres-pools: {exc}", file=sys.stderr)
         return EXIT_INVALID

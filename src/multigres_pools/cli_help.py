@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 # `multigres-pools --help` shows the commands; their own --help shows their options and examples.
-_NO_DEFAULT = (None, False, [], argparse.SUPPRESS)
+_NO_DEFAULT: tuple[object, ...] = (None, False, [], argparse.SUPPRESS)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -30,4 +30,4 @@ def examples(*lines: str) -> str:
 
 def parser(prog: str, description: str, epilog: str, **kwargs: object) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
-                                   formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]
+                                   formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]  # **object

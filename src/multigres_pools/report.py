@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, connect
@@ -31,6 +31,8 @@ from .podaddress import pod_address
 
 Obj = dict[str, Any]
 BACKUPS_SHOWN = 5
+# Keyed by ShardCondition (a StrEnum), so the plain type string a status carries finds its entry.
+_ATTENTION = cast(Mapping[str, str], keys.SHARD_CONDITION_ATTENTION)
 
 
 # Shard (and pod) conditions that say something is stuck while True.
@@ -71,7 +73,7 @@ class Report:
     def blocked(self) -> list[str]:
         """Everything that waits, and why: unhealthy conditions and blocked drains."""
         out = [f"{c[0]}: {c[3] or c[2]}" for c in self.conditions
-               if keys.SHARD_CONDITION_ATTENTION.get(c[0]) == c[1]]
+               if _ATTENTION.get(c[0]) == c[1]]
         out += [f"pod {p.name}: drain {p.drain} blocked: {p.blocked}" for p in self.pods if p.blocked]
         present = {p.name for p in self.pods}
         out += [f"pod {name}: listed for decommission, waiting for its replacement and drain"

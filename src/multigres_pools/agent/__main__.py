@@ -16,11 +16,13 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, load_credentials
 
 from .. import cli_help, dataplane, lease, logs, metrics_access
+from ..dataplane.base import DataPlane
 from ..dataplane.etcd import EtcdTLS
 from ..dataplane.grpc_tls import GrpcTLS
 from . import trust
@@ -191,7 +193,7 @@ class Runtime:
 
 
 def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None = None,
-          **overrides: object) -> Runtime:
+          **overrides: Any) -> Runtime:
     """The agent from its arguments; `dial_host` maps a pooler's registered hostname to the address to
     dial (default: the hostname itself, which cluster DNS resolves)."""
     p = parser()
@@ -230,7 +232,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     )
     version = default_version(args)
 
-    def plane_factory(declared: keys.MultigresVersion) -> dataplane.DataPlane:
+    def plane_factory(declared: keys.MultigresVersion) -> DataPlane:
         return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout, dial_host=dial_host,
                                      grpc_tls=grpc_tls)
 
@@ -238,7 +240,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     pinned = overrides.pop("dataplane", None)
     dp = pinned or plane_factory(version)
     kube = Kube(KubeClient(creds, timeout=args.kube_timeout, user_agent="multigres-pools-agent"))
-    ctx = Context(kube=kube, dataplane=dp, config=config, metrics=Metrics(),  # type: ignore[arg-type]
+    ctx = Context(kube=kube, dataplane=dp, config=config, metrics=Metrics(),
                   plane_factory=None if pinned else plane_factory, **overrides)
     return Runtime(args, Agent(ctx), creds, timing)
 

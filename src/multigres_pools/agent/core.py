@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import cast
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
 
@@ -31,12 +32,13 @@ class Agent:
         self._locks: dict[ShardRef, threading.Lock] = {}
         self._known: set[ShardRef] = set()
         self._crs: dict[tuple[str, str], float] = {}  # (ns, name) -> last backup check
-        self._registered: dict[tuple, tuple[float, object]] = {}
+        self._registered: dict[tuple[str, ...], tuple[float, object]] = {}
         # Topologies a MultigresShard's deletion cleaned up -> that shard's uid (see _maybe_register).
-        self._retired: dict[tuple, str] = {}
-        self._mismatched: set[tuple] = set()  # shards already warned about a version mismatch
+        self._retired: dict[tuple[str, ...], str] = {}
+        self._mismatched: set[tuple[str, ...]] = set()  # shards already warned about a version mismatch
         self._topology_failing: dict[tuple[str, str], float] = {}  # (ns, shard) -> first failed read
-        self._untrusted: set[tuple] = set()  # pods already reported as not ours to act on (trust.py)
+        # Pods already reported as not ours to act on (trust.py).
+        self._untrusted: set[tuple[str, str, str | None]] = set()
         self.passes = 0
         self.last_error: str = ""
 
@@ -156,8 +158,8 @@ class Agent:
                 self.passes += 1
         return []  # refused: leadership in doubt
 
-    def _groups(self, namespace: str, selector: dict[str, str]) -> dict[tuple, list[Obj]]:
-        groups: dict[tuple, list[Obj]] = {}
+    def _groups(self, namespace: str, selector: dict[str, str]) -> dict[tuple[str, ...], list[Obj]]:
+        groups: dict[tuple[str, ...], list[Obj]] = {}
         uids: dict[str, str | None] = {}
 
         config = self.ctx.config
@@ -166,7 +168,7 @@ class Agent:
             if name not in uids:
                 shard = self.ctx.kube.get_shard(namespace, name)
                 selected = shard is not None and trust.shard_selected(shard, config.shard_selector)
-                uids[name] = podinfo.meta(shard).get("uid") if selected else None
+                uids[name] = podinfo.meta(shard).get("uid") if shard is not None and selected else None
             return uids[name]
 
         unowned = config.allow_unowned_pods and not config.shard_selector
@@ -200,12 +202,15 @@ class Agent:
                 views.append(view)
         return views
 
-    def _observe(self, namespace: str, selector: dict[str, str], key: tuple, first_pods: list[Obj]) -> ShardView | None:
+    def _observe(self, namespace: str, selector: dict[str, str], key: tuple[str, ...],
+                 first_pods: list[Obj]) -> ShardView | None:
         ctx = self.ctx
         owner = next((n for p in first_pods if (n := podinfo.owner_shard_name(p))), None)
         shard = ctx.kube.get_shard(namespace, owner) if owner else None
         extra_cells = podinfo.cr_cells(shard) if shard else ()
-        topo = podinfo.shard_topology([podinfo.pod_topology(p) for p in first_pods], extra_cells)
+        # _groups keeps only pods whose flags give a topology.
+        tops = [cast(podinfo.PodTopology, podinfo.pod_topology(p)) for p in first_pods]
+        topo = podinfo.shard_topology(tops, extra_cells)
         view = ShardView(namespace, topo, [], None, shard=shard)
         try:
             view.dataplane = ctx.plane_for(shard)
@@ -263,7 +268,8 @@ class Agent:
                 touched = True
         if touched and view.poolers is not None:
             # Drains and deletions change records and pods: read both again before roles and pruning.
-            fresh = self._observe(view.namespace, {}, podinfo.pod_topology(view.pods[0]).shard_key, view.pods)
+            top = cast(podinfo.PodTopology, podinfo.pod_topology(view.pods[0]))  # a grouped pod (_groups)
+            fresh = self._observe(view.namespace, {}, top.shard_key, view.pods)
             if fresh is None:
                 return
             view.take(fresh)

@@ -7,11 +7,12 @@ can stop the agent between any two side effects and prove that a fresh agent fin
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
 from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations, keys
 from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
 
-from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, RefusalReason
+from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, Pooler, RefusalReason
 from . import podinfo
 from .context import Context, Obj, ShardView
 from .drain import Decision, Effect, Facts, Guard, Need, decide
@@ -161,7 +162,9 @@ def _perform(ctx: Context, view: ShardView, pod: Obj, facts: Facts, effect: Effe
             facts.ineligible_done = True
         elif effect is Effect.REMOVE_STANDBY:
             if own_id is not None:  # None: the pod names another pod's record (trust.py); nothing of its own
-                plane.remove_standby(view.primary_other_than(pod), own_id, own.native if own else None)
+                # A primary: drain._guarded let REMOVE_STANDBY through only after primary_guard found one.
+                primary = cast(Pooler, view.primary_other_than(pod))
+                plane.remove_standby(primary, own_id, own.native if own else None)
             facts.removal_done = True
         else:
             if own_id is not None:
@@ -200,6 +203,7 @@ def _set_stalled(ctx: Context, view: ShardView, pod: Obj, stalled: bool) -> None
 
 
 def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: Decision) -> Obj:
+    assert d.state is not None  # a "write" Decision always names its state (Decision.write)
     now = ctx.clock()
     ann: dict[str, str | None] = {
         keys.ANN_DRAIN_STATE: d.state.value,
@@ -298,14 +302,14 @@ def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:
         if d.kind == "done":
             return state
         if d.kind == "need":
-            _gather(ctx, view, pod, facts, d.need)
+            _gather(ctx, view, pod, facts, cast(Need, d.need))
         elif d.kind == "effect":
-            pod = _perform(ctx, view, pod, facts, d.effect)
+            pod = _perform(ctx, view, pod, facts, cast(Effect, d.effect))
         elif d.kind == "write":
             pod = _write_state(ctx, view, pod, state, d)
             if d.state is DrainState.DRAINING and state in (DrainState.ACKNOWLEDGED, DrainState.READY_FOR_DELETION):
                 facts = Facts(is_primary=facts.is_primary, by_eligibility=facts.by_eligibility)  # start over
-            state = d.state
+            state = cast(DrainState, d.state)
         else:
             _block(ctx, view, pod, state, d.reason, facts.extra.get("message", ""))
             return state
@@ -341,7 +345,7 @@ def finalize(ctx: Context, view: ShardView, pod: Obj) -> bool:
                     except DataPlaneError as exc:
                         if exc.reason is not RefusalReason.POOLER_UNREACHABLE:
                             raise
-                plane.remove_standby(primary, own_id, own.native)
+                plane.remove_standby(primary, own.id, own.native)
             except DataPlaneError as exc:
                 for target in view.event_targets(pod):
                     ctx.kube.event(target, "ExternalDeletion", f"{name}: could not leave synchronous "

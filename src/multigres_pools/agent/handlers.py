@@ -7,7 +7,7 @@ no last-handled annotations), so pods carry exactly the finalizer the engine put
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import kopf
 from ansible_collections.multigres.pools.plugins.module_utils import keys
@@ -34,7 +34,7 @@ def connection_info(creds: Credentials) -> kopf.ConnectionInfo:
 
 
 def _plain(body: kopf.Body) -> dict[str, Any]:
-    return json.loads(json.dumps(dict(body), default=dict))
+    return cast(dict[str, Any], json.loads(json.dumps(dict(body), default=dict)))  # an object in, one out
 
 
 def build_registry(agent: Agent, creds: Credentials) -> kopf.OperatorRegistry:

@@ -10,7 +10,7 @@ import socket
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from ansible_collections.multigres.pools.plugins.module_utils import events, facts, keys, labels
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError
@@ -74,6 +74,16 @@ class Kube:
         return self._call(what, self.client.merge_patch, obj.get("apiVersion", "v1"), obj.get("kind", "Pod"),
                           podinfo.namespace(obj), podinfo.name(obj), body, field_manager=keys.AGENT_FIELD_MANAGER,
                           subresource=subresource)
+
+    @overload
+    def patch_pod_meta(self, pod: Obj, annotations: dict[str, str | None] | None = ...,
+                       labels_: dict[str, str | None] | None = ..., precondition: bool = ...,
+                       missing_ok: Literal[False] = ...) -> Obj: ...
+
+    @overload
+    def patch_pod_meta(self, pod: Obj, annotations: dict[str, str | None] | None = ...,
+                       labels_: dict[str, str | None] | None = ..., precondition: bool = ...,
+                       *, missing_ok: bool) -> Obj | None: ...
 
     def patch_pod_meta(self, pod: Obj, annotations: dict[str, str | None] | None = None,
                        labels_: dict[str, str | None] | None = None, precondition: bool = False,

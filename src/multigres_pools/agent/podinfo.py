@@ -4,12 +4,14 @@ A pool pod carries its whole topology in the multipooler container's args (contr
 agent can serve shards rendered from plain vars, without a MultigresShard.
 """
 
-from __future__ import annotations
+# Aliased: the plain future import binds the name `annotations`, which this module re-exports as a
+# function (podinfo.annotations); type checkers would then take that name for the __future__ feature.
+from __future__ import annotations as _postponed_annotations
 
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils import (
     drain_annotations,
@@ -32,16 +34,16 @@ condition_true = facts.condition_true
 
 
 def namespace(obj: Obj) -> str:
-    return meta(obj).get("namespace", "")
+    return str(meta(obj).get("namespace", ""))  # type: ignore[arg-type]  # facts only reads; types it dict
 
 
 def has_finalizer(obj: Obj, finalizer: str) -> bool:
-    return finalizer in facts.finalizers(obj)  # type: ignore[arg-type]
+    return finalizer in facts.finalizers(obj)  # type: ignore[arg-type]  # see namespace()
 
 
 def drain_reading(pod: Obj) -> drain_annotations.DrainReading:
     """The engine's reader (module_utils/drain_annotations.py): one rule for both sides."""
-    return drain_annotations.read_state(annotations(pod))
+    return drain_annotations.read_state(annotations(pod))  # type: ignore[arg-type]  # see namespace()
 
 
 def drain_state(pod: Obj) -> keys.DrainState | None:
@@ -51,7 +53,7 @@ def drain_state(pod: Obj) -> keys.DrainState | None:
 
 def containers_ready(pod: Obj) -> bool:
     """ContainersReady (absent counts as ready, as the Go operator reads it; contract §3.4)."""
-    cond = facts.condition(pod, "ContainersReady")  # type: ignore[arg-type]
+    cond = facts.condition(pod, "ContainersReady")  # type: ignore[arg-type]  # see namespace()
     return cond is None or cond.get("status") == "True"
 
 
@@ -109,7 +111,7 @@ def pod_topology(pod: Obj) -> PodTopology | None:
     if not addresses:
         return None
     topo = ShardTopology(addresses, f["topo-global-root"], f["database"], f["table-group"], f["shard"], (f["cell"],))
-    return PodTopology(topo, f.get("service-id") or naming.service_id(name(pod)))
+    return PodTopology(topo, f.get("service-id") or naming.service_id(name(pod)))  # type: ignore[arg-type]  # see namespace()
 
 
 def shard_topology(tops: list[PodTopology], extra_cells: tuple[str, ...] = ()) -> ShardTopology:
@@ -180,7 +182,7 @@ def parse_duration(text: str) -> float:
 
 
 def owner_shard_name(pod: Obj) -> str | None:
-    for ref in meta(pod).get("ownerReferences") or []:
+    for ref in meta(pod).get("ownerReferences") or []:  # type: ignore[arg-type]  # see namespace()
         if ref.get("kind") == keys.SHARD_KIND and ref.get("apiVersion", "").startswith(keys.API_GROUP + "/"):
-            return ref.get("name")
+            return cast(str | None, ref.get("name"))
     return None

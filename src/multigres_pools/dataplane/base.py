@@ -113,11 +113,11 @@ class SyncReplication:
     leader: PoolerId | None = None
     durability: Durability | None = None
 
-    def lists(self, pooler: PoolerId) -> bool:
+    def lists(self, pooler: PoolerId | None) -> bool:
         """Still a synchronous standby in any sense: in the configuration or in the cohort."""
         return pooler in self.standbys or pooler in self.cohort
 
-    def durable_without(self, pooler: PoolerId) -> bool:
+    def durable_without(self, pooler: PoolerId | None) -> bool:
         """Would the cohort still meet its durability policy without `pooler`, counting only the leader
         and the standbys streaming right now? (Taking away a needed standby stalls every commit.)
         True when the version publishes no policy (era A refuses on the server side instead)."""

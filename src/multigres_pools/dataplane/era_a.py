@@ -130,4 +130,5 @@ class EraA(EtcdTopologyPlane):
 
     def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False) -> str:
         request = mpd.BackupRequest(type=backup_type, job_id=job_id, force_primary=force_primary)
-        return self._rpc(pooler, "Backup", request).backup_id
+        response: mpd.BackupResponse = self._rpc(pooler, "Backup", request)
+        return response.backup_id

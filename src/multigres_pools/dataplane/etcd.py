@@ -75,11 +75,11 @@ class Etcd:
             raise ValueError("etcd: no endpoint given")
         self.address = ",".join(self.endpoints)
         self._tls, self._timeout = tls, timeout
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, etcd3gw.Etcd3Client] = {}
         self._preferred = 0
         self._lock = threading.Lock()
 
-    def _client_for(self, endpoint: str):
+    def _client_for(self, endpoint: str) -> etcd3gw.Etcd3Client:
         if endpoint not in self._clients:
             # Multigres writes bare host:port addresses and turns TLS on with its --topo-etcd-tls-* flags:
             # with our TLS flags, a bare address is https too.
@@ -94,7 +94,7 @@ class Etcd:
                                                      timeout=self._timeout, session=session)
         return self._clients[endpoint]
 
-    def _call(self, method: str, *args, **kwargs):
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:  # Any: whatever `method` returns
         with self._lock:
             start = self._preferred
         failures = []
@@ -131,7 +131,7 @@ class Etcd:
     def delete(self, key: str) -> bool:
         return bool(self._call("delete", key))
 
-    def _txn(self, key: str, compare: dict, value: bytes) -> bool:
+    def _txn(self, key: str, compare: dict[str, Any], value: bytes) -> bool:
         txn = {
             "compare": [{"key": _b64(key), "result": "EQUAL", **compare}],
             "success": [{"request_put": {"key": _b64(key), "value": _b64(value)}}],

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import grpc
 from ansible_collections.multigres.pools.plugins.module_utils import keys
@@ -52,6 +52,7 @@ _ELIGIBILITY = {cm.COHORT_ELIGIBILITY_SIGNAL_ELIGIBLE: Eligibility.ELIGIBLE,
                 cm.COHORT_ELIGIBILITY_SIGNAL_INELIGIBLE: Eligibility.INELIGIBLE}
 # Era A's Status had a string in field 7 and a ConsensusTerm in field 9; v0.1.0 has an enum and nothing.
 _ERA_A_STATUS_FIELDS = {7, 9}
+_Response = TypeVar("_Response", bound=Message)
 # What the server's rule store says when the CAS token is stale, or the row is locked (NOWAIT).
 _CONFLICT_TEXTS = ("rule conflict", "could not obtain lock", "lock_not_available", "55p03")
 
@@ -174,7 +175,8 @@ def classify_rpc_error(exc: grpc.RpcError, primary: bool = True) -> DataPlaneErr
 def check_status_schema(response: mpd.StatusResponse) -> None:
     """An era-A pooler answers Status on the same path; its field 7 is a string, which v0.1.0 reads as
     an unknown field (reference §3). Acting on such a status would be acting on garbage."""
-    odd = {f.field_number for f in UnknownFieldSet(response.status)} & _ERA_A_STATUS_FIELDS
+    # Iterable through __getitem__ at runtime; types-protobuf's stub declares no __iter__.
+    odd = {f.field_number for f in UnknownFieldSet(response.status)} & _ERA_A_STATUS_FIELDS  # type: ignore[attr-defined]
     if odd:
         raise VersionMismatch(f"Status carries era-A fields {sorted(odd)}: the pooler is not Multigres "
                               f"{keys.MultigresVersion.V0_1_0}")
@@ -201,13 +203,13 @@ class V0_1(EtcdTopologyPlane):
         return era_a_record_of(raw, topo)
 
     # --- gRPC --------------------------------------------------------------------------------------
-    def _call(self, pooler: Pooler, path: str, request: Message, response_type: type[Message],
-              primary: bool = True) -> Any:
+    def _call(self, pooler: Pooler, path: str, request: Message, response_type: type[_Response],
+              primary: bool = True) -> _Response:
         unreachable = RefusalReason.PRIMARY_UNREACHABLE if primary else RefusalReason.POOLER_UNREACHABLE
         method = self._channel(pooler, unreachable).unary_unary(
             path, request_serializer=type(request).SerializeToString, response_deserializer=response_type.FromString)
         try:
-            return method(request, timeout=self._rpc_timeout)
+            return cast(_Response, method(request, timeout=self._rpc_timeout))  # response_type.FromString made it
         except grpc.RpcError as exc:
             raise classify_rpc_error(exc, primary) from exc
 

@@ -14,7 +14,7 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, spec_policy
 
@@ -101,11 +101,11 @@ def _setup_logging(level: str, fmt: str) -> None:
 
 def _namespaces(args: argparse.Namespace) -> list[str]:
     if args.namespace:
-        return args.namespace
+        return cast(list[str], args.namespace)  # action="append" of str
     return [n for n in os.environ.get("WATCH_NAMESPACE", "").split(",") if n]
 
 
-async def _first(*aws: asyncio.Future | asyncio.Task) -> None:  # type: ignore[type-arg]
+async def _first(*aws: asyncio.Future[Any] | asyncio.Task[Any]) -> None:
     await asyncio.wait(aws, return_when=asyncio.FIRST_COMPLETED)
 
 

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
@@ -220,7 +220,8 @@ class Controller:
                     if warm is not None and not warm.waiting():
                         await asyncio.to_thread(warm.close)
                         warm = None
-                    await self.reconcile_batch(batch, forks, warm)
+                    # The queue holds only the (namespace, name) keys this controller adds.
+                    await self.reconcile_batch(cast(list[tuple[str, str]], batch), forks, warm)
                     if warm is not None and warm.handed:  # each warm run takes one batch
                         warm = None
                 finally:

@@ -39,7 +39,8 @@ class Outcome:
 
 
 def _condition(status: Mapping[str, Any] | None, ctype: str) -> Mapping[str, Any] | None:
-    for cond in (status or {}).get("conditions") or []:
+    conditions: list[Mapping[str, Any]] = (status or {}).get("conditions") or []
+    for cond in conditions:
         if cond.get("type") == ctype:
             return cond
     return None

@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
@@ -81,14 +81,14 @@ def shard_id_from_labels(labels: Mapping[str, str]) -> ShardId | None:
                                        keys.LABEL_SHARD)]
     if not all(values):
         return None
-    return ShardId(*values)  # type: ignore[arg-type]
+    return ShardId(*values)  # type: ignore[arg-type]  # all() above: no None left
 
 
 def owner_shard(obj: Obj) -> str | None:
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         ours = str(ref.get("apiVersion", "")).startswith(keys.API_GROUP + "/")
         if ours and ref.get("kind") == keys.SHARD_KIND:
-            return ref.get("name")
+            return cast(str | None, ref.get("name"))
     return None
 
 

@@ -225,9 +225,9 @@ class PlaybookRunner:
             (shard / "artifacts" / ident / "job_events").mkdir(parents=True, exist_ok=True)
         events_dir = pdd / "artifacts" / ident / "job_events"
         for path in events_dir.glob("*.json") if events_dir.is_dir() else ():
-            shard = by_host.get(_event_host(path))
-            if shard is not None:
-                path.replace(shard / "artifacts" / ident / "job_events" / path.name)
+            dest = by_host.get(_event_host(path))
+            if dest is not None:
+                path.replace(dest / "artifacts" / ident / "job_events" / path.name)
         shutil.rmtree(pdd, ignore_errors=True)
         for shard in by_host.values():
             artifacts.prune_runs(shard, self.keep_artifacts)

@@ -30,8 +30,12 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import binaries, kubeclient, pki, ports, reaper
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 # No scheduler, no kubelet, no volume binder: those are played by src/multigres_pools/playground/kubelet.py.
 CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespace-controller",
@@ -137,7 +141,7 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
 def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2, context=context) as resp:
-            return resp.status == 200
+            return bool(resp.status == 200)
     except OSError:
         return False
 
@@ -229,7 +233,7 @@ class Cluster:
         self.stop()
 
     # -- clients -----------------------------------------------------------------------------------
-    def api_client(self):  # type: ignore[no-untyped-def]
+    def api_client(self) -> ApiClient:
         return kubeclient.api_client(self.kubeconfig)
 
     def ssl_context(self) -> ssl.SSLContext:
@@ -296,7 +300,7 @@ class Cluster:
         """The controller-manager is up once its service-account controller made `default/default`; one
         that exits on a taken port is started again on another."""
         from kubernetes import client
-        from kubernetes.client.rest import ApiException
+        from kubernetes.client.exceptions import ApiException
 
         core = client.CoreV1Api(self.api_client())
 

@@ -39,7 +39,7 @@ Done = Callable[[Manifest | None, list[Manifest]], bool]  # (shard, pods) -> the
 
 # --- the sample shard, adapted to this machine -------------------------------------------------------
 def load_sample(path: Path = SAMPLE) -> Manifest:
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == keys.SHARD_KIND]
+    docs: list[Manifest] = [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == keys.SHARD_KIND]
     if not docs:
         raise SystemExit(f"{path}: no {keys.SHARD_KIND} document")
     return docs[0]
@@ -92,7 +92,8 @@ def next_image(current: str) -> str:
 
 # --- reading the state ------------------------------------------------------------------------------
 def condition(shard: Manifest | None, ctype: str) -> Manifest:
-    for cond in ((shard or {}).get("status") or {}).get("conditions") or []:
+    conditions: list[Manifest] = ((shard or {}).get("status") or {}).get("conditions") or []
+    for cond in conditions:
         if cond.get("type") == ctype:
             return cond
     return {}
@@ -210,7 +211,7 @@ class Story:
 
     @property
     def name(self) -> str:
-        return self.doc["metadata"]["name"]
+        return str(self.doc["metadata"]["name"])
 
     def step(self, title: str, doc: Manifest, replicas: int, image: str | None) -> Phase:
         """Apply `doc` and wait until the shard converged on it."""

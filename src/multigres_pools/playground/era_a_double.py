@@ -29,6 +29,7 @@ from pathlib import Path
 
 import grpc
 from ansible_collections.multigres.pools.plugins.module_utils import naming
+from google.protobuf.message import Message
 
 from multigres_pools.dataplane.etcd import Etcd
 from multigres_pools.proto.gen import clustermetadata_pb2 as cm
@@ -56,7 +57,7 @@ class _State:
     role: str = "REPLICA"
     manager_ready: bool = True
     unavailable: bool = False
-    sync_method: int = mpd.SYNCHRONOUS_METHOD_FIRST
+    sync_method: mpd.SynchronousMethod = mpd.SYNCHRONOUS_METHOD_FIRST
     num_sync: int = 1
     sync_standbys: list[tuple[str, str]] = field(default_factory=list)
     connected: list[tuple[str, str]] = field(default_factory=list)
@@ -73,7 +74,8 @@ class _Servicer(mps.MultiPoolerManagerServicer):
     def __init__(self, peer: MultipoolerPeer) -> None:
         self.peer = peer
 
-    def _enter(self, method: str, request, context, *, needs_ready: bool = True) -> _State:
+    def _enter(self, method: str, request: Message, context: grpc.ServicerContext, *,
+               needs_ready: bool = True) -> _State:
         st = self.peer._state
         st.calls.append((method, request))
         if st.unavailable:
@@ -82,7 +84,7 @@ class _Servicer(mps.MultiPoolerManagerServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, STARTING)
         return st
 
-    def State(self, request, context):
+    def State(self, request: mpd.StateRequest, context: grpc.ServicerContext) -> mpd.StateResponse:
         st = self._enter("State", request, context, needs_ready=False)
         return mpd.StateResponse(state="ready" if st.manager_ready else "starting")
 
@@ -98,7 +100,7 @@ class _Servicer(mps.MultiPoolerManagerServicer):
         return mpd.PrimaryStatus(lsn="0/3000060", ready=True, connected_followers=_ids(st.connected),
                                  sync_replication_config=cfg)
 
-    def Status(self, request, context):
+    def Status(self, request: mpd.StatusRequest, context: grpc.ServicerContext) -> mpd.StatusResponse:
         with self.peer._lock:
             st = self._enter("Status", request, context)
             primary = st.role == "PRIMARY"
@@ -112,14 +114,15 @@ class _Servicer(mps.MultiPoolerManagerServicer):
                 status.primary_status.CopyFrom(self._primary_status(st))
             return mpd.StatusResponse(status=status)
 
-    def PrimaryStatus(self, request, context):
+    def PrimaryStatus(self, request: mpd.PrimaryStatusRequest,
+                      context: grpc.ServicerContext) -> mpd.PrimaryStatusResponse:
         with self.peer._lock:
             st = self._enter("PrimaryStatus", request, context)
             if st.role != "PRIMARY":
                 context.abort(grpc.StatusCode.FAILED_PRECONDITION, STANDBY_MODE)
             return mpd.PrimaryStatusResponse(status=self._primary_status(st))
 
-    def GetFollowers(self, request, context):
+    def GetFollowers(self, request: mpd.GetFollowersRequest, context: grpc.ServicerContext) -> mpd.GetFollowersResponse:
         with self.peer._lock:
             st = self._enter("GetFollowers", request, context)
             if st.role != "PRIMARY":
@@ -131,7 +134,8 @@ class _Servicer(mps.MultiPoolerManagerServicer):
             return mpd.GetFollowersResponse(followers=followers,
                                             sync_config=self._primary_status(st).sync_replication_config)
 
-    def UpdateSynchronousStandbyList(self, request, context):
+    def UpdateSynchronousStandbyList(self, request: mpd.UpdateSynchronousStandbyListRequest,
+                                     context: grpc.ServicerContext) -> mpd.UpdateSynchronousStandbyListResponse:
         # Order of checks as in MG-A rpc_manager.go: ready, arguments, lock, recovery, configured, result.
         with self.peer._lock:
             st = self._enter("UpdateSynchronousStandbyList", request, context)
@@ -162,7 +166,7 @@ class _Servicer(mps.MultiPoolerManagerServicer):
                 st.reloads += 1
             return mpd.UpdateSynchronousStandbyListResponse()
 
-    def GetBackups(self, request, context):
+    def GetBackups(self, request: mpd.GetBackupsRequest, context: grpc.ServicerContext) -> mpd.GetBackupsResponse:
         with self.peer._lock:
             st = self._enter("GetBackups", request, context)
             # pgbackrest info order is oldest first; limit keeps the FIRST n (contract §1.3).
@@ -175,7 +179,7 @@ class _Servicer(mps.MultiPoolerManagerServicer):
                 ) for b in chosen
             ])
 
-    def Backup(self, request, context):
+    def Backup(self, request: mpd.BackupRequest, context: grpc.ServicerContext) -> mpd.BackupResponse:
         with self.peer._lock:
             st = self._enter("Backup", request, context)
             if st.role == "PRIMARY" and not request.force_primary:

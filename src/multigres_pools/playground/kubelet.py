@@ -46,7 +46,8 @@ def record_event(core: client.CoreV1Api, involved: Mapping[str, Any], event_type
     """A core/v1 Event from the kubelet about `involved` (a pod or a node reference)."""
     body = events.event_manifest(involved, event_type, reason, message, component="kubelet",
                                  instance=host or "kubelet", stamp=now(), host=host)
-    core.create_namespaced_event(body["metadata"]["namespace"] or "default", body)
+    # The client serializes a plain manifest as well as its model classes.
+    core.create_namespaced_event(body["metadata"]["namespace"] or "default", body)  # type: ignore[arg-type]
 
 
 def _container_statuses(containers: list[Any], ready: bool, running: bool) -> list[dict[str, Any]]:
@@ -62,6 +63,7 @@ class FakeKubelet:
 
     def _set_pod_status(self, namespace: str, name: str, phase: str, ready: bool) -> None:
         pod = self.core.read_namespaced_pod(name, namespace)
+        assert pod.spec is not None  # the API server always returns a pod's spec
         running = phase == "Running"
         status = {
             "phase": phase,
@@ -93,9 +95,10 @@ class FakeKubelet:
         """Mark every live (not terminating) pod Ready; returns the names it touched."""
         touched = []
         for pod in self.core.list_namespaced_pod(namespace, label_selector=label_selector).items:
-            if pod.metadata.deletion_timestamp is None and not _is_ready(pod):
-                self.mark_ready(namespace, pod.metadata.name)
-                touched.append(pod.metadata.name)
+            meta = _meta(pod.metadata)
+            if meta.deletion_timestamp is None and not _is_ready(pod):
+                self.mark_ready(namespace, _name(meta))
+                touched.append(_name(meta))
         return touched
 
     def mark_deployments_available(self, namespace: str, label_selector: str = "") -> list[str]:
@@ -104,18 +107,21 @@ class FakeKubelet:
         apps = client.AppsV1Api(self.core.api_client)
         touched = []
         for dep in apps.list_namespaced_deployment(namespace, label_selector=label_selector).items:
+            assert dep.spec is not None and dep.status is not None  # the API server fills both
             want = dep.spec.replicas if dep.spec.replicas is not None else 1
-            status, generation = dep.status, dep.metadata.generation
+            status, generation = dep.status, _meta(dep.metadata).generation
             if status.ready_replicas == want and status.observed_generation == generation:
                 continue
-            apps.patch_namespaced_deployment_status(dep.metadata.name, namespace, {"status": {
+            apps.patch_namespaced_deployment_status(_name(dep.metadata), namespace, {"status": {
                 "observedGeneration": generation, "replicas": want, "readyReplicas": want,
                 "availableReplicas": want, "updatedReplicas": want}})
-            touched.append(dep.metadata.name)
+            touched.append(_name(dep.metadata))
         return touched
 
     def bind_pvc(self, namespace: str, name: str) -> None:
         pvc = self.core.read_namespaced_persistent_volume_claim(name, namespace)
+        # Our claims always request storage (the API server rejects one without).
+        assert pvc.spec is not None and pvc.spec.resources is not None and pvc.spec.resources.requests is not None
         size = pvc.spec.resources.requests["storage"]
         self.core.patch_namespaced_persistent_volume_claim_status(
             name, namespace,
@@ -124,9 +130,10 @@ class FakeKubelet:
     def bind_all_pvcs(self, namespace: str) -> list[str]:
         bound = []
         for pvc in self.core.list_namespaced_persistent_volume_claim(namespace).items:
-            if (pvc.status.phase or "Pending") != "Bound" and pvc.metadata.deletion_timestamp is None:
-                self.bind_pvc(namespace, pvc.metadata.name)
-                bound.append(pvc.metadata.name)
+            assert pvc.status is not None  # the API server fills it (phase Pending at creation)
+            if (pvc.status.phase or "Pending") != "Bound" and _meta(pvc.metadata).deletion_timestamp is None:
+                self.bind_pvc(namespace, _name(pvc.metadata))
+                bound.append(_name(pvc.metadata))
         return bound
 
     def resize_pending(self, namespace: str, pvc_name: str) -> None:
@@ -137,4 +144,16 @@ class FakeKubelet:
 
 
 def _is_ready(pod: client.V1Pod) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+    return any(c.type == "Ready" and c.status == "True" for c in ((pod.status and pod.status.conditions) or []))
+
+
+def _meta(meta: client.V1ObjectMeta | None) -> client.V1ObjectMeta:
+    """An object the API server returned always has its metadata; the client types it optional."""
+    assert meta is not None
+    return meta
+
+
+def _name(meta: client.V1ObjectMeta | None) -> str:
+    name = _meta(meta).name
+    assert name is not None
+    return name

@@ -24,7 +24,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -121,7 +121,7 @@ class LocalProvisionerCluster:
 
     @property
     def config(self) -> dict[str, Any]:
-        return yaml.safe_load((self.workdir / CONFIG_FILE).read_text())
+        return cast(dict[str, Any], yaml.safe_load((self.workdir / CONFIG_FILE).read_text()))  # a mapping we wrote
 
     def init(self) -> dict[str, Any]:
         """The network namespace, `multigres cluster init`, then free ports everywhere. The

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
@@ -39,6 +39,7 @@ from .kubeclient import api_client
 REPO_ROOT = collection_root()
 
 FIELD_MANAGER = "multigres-pools-localstack"
+_T = TypeVar("_T")
 Manifest = dict[str, Any]
 
 
@@ -122,7 +123,7 @@ def reconcile_count(port: int, result: str = "") -> float:
     return sum(float(v) for v in re.findall(pattern, body, re.M))
 
 
-def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+def wait_for(check: Callable[[], _T | None], timeout: float, what: str, interval: float = 0.2) -> _T:
     deadline = time.monotonic() + timeout
     while True:
         value = check()

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import yaml
@@ -196,7 +196,7 @@ class MultigresStack:
 
     # --- the shard -----------------------------------------------------------------------------------
     def sample_shard(self, replicas: int = 3, name: str = "play", path: Path = SAMPLE) -> Manifest:
-        doc = copy.deepcopy(yaml.safe_load(path.read_text()))
+        doc: Manifest = copy.deepcopy(yaml.safe_load(path.read_text()))
         doc["metadata"] = {"name": name, "namespace": self.namespace}
         doc["spec"]["globalTopoServer"]["address"] = self.topo_address
         for pool in doc["spec"]["pools"].values():
@@ -295,8 +295,9 @@ class MultigresStack:
                 continue
             with contextlib.suppress(psycopg.Error, LookupError):
                 with psycopg.connect(self.dsn(ip, shard), connect_timeout=2, autocommit=True) as conn:
-                    recovery, names = conn.execute(
-                        "SELECT pg_is_in_recovery(), current_setting('synchronous_standby_names')").fetchone()
+                    # One row, always: a SELECT without FROM.
+                    recovery, names = cast(tuple[bool, str], conn.execute(
+                        "SELECT pg_is_in_recovery(), current_setting('synchronous_standby_names')").fetchone())
                     replicas = tuple(conn.execute(
                         "SELECT application_name, sync_state FROM pg_stat_replication ORDER BY 1").fetchall())
                 out.append(Member(facts.name(pod), ip, not recovery, names, replicas))

@@ -28,6 +28,7 @@ import signal
 import socket
 import stat
 import sys
+from typing import Any
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
@@ -45,7 +46,9 @@ def _check(rc: int, what: str) -> None:
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = (lambda s: s.encode() if s is not None else None)  # noqa: E731
+    def enc(s: str | None) -> bytes | None:
+        return s.encode() if s is not None else None
+
     _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {source or fstype} on {target}")
 
@@ -98,7 +101,7 @@ def _ensure(path: str, is_file: bool, owned: set[str]) -> str:
     return current
 
 
-def build_view(spec: dict) -> None:  # type: ignore[type-arg]
+def build_view(spec: dict[str, Any]) -> None:
     # Open every source first: a later mount may hide its host path (a volume at /tmp, say).
     sources = [os.open(m["source"], os.O_PATH) for m in spec["mounts"]]
     root = spec["root"]
@@ -123,7 +126,7 @@ def build_view(spec: dict) -> None:  # type: ignore[type-arg]
         os.close(fd)
 
 
-def run_container(spec: dict) -> None:  # type: ignore[type-arg]
+def run_container(spec: dict[str, Any]) -> None:
     build_view(spec)
     uid, gid = spec["uid"], spec["gid"]
     if uid == 0:

@@ -96,7 +96,7 @@ def _downward_files(pod: Manifest, spec: Manifest, where: str) -> dict[str, tupl
 class PodVolumes:
     def __init__(self, pod: Manifest, pod_dir: Path, pvc_root: Path, uid: int, gid: int, reader: Reader) -> None:
         self.pod = pod
-        self.namespace = pod["metadata"]["namespace"]
+        self.namespace: str = pod["metadata"]["namespace"]
         self.dir = pod_dir / "volumes"
         self.pvc_root = pvc_root
         self.uid, self.gid = uid, gid
@@ -138,7 +138,7 @@ class PodVolumes:
                 self.sources[name] = self._files(volume, kind)
 
     def _claim(self, volume: Manifest) -> Path:
-        claim = volume["persistentVolumeClaim"]["claimName"]
+        claim: str = volume["persistentVolumeClaim"]["claimName"]
         pvc = self.reader.claim(self.namespace, claim)
         if pvc is None:
             raise VolumeError(f"volume {volume['name']!r}: persistentvolumeclaim {claim!r} not found")
@@ -174,7 +174,7 @@ class PodVolumes:
                 # A secret volume names its object `secretName`; projected sources (and configMaps) say `name`.
                 object_name = sub.get("secretName") or sub.get("name", "")
                 files.update(_object_files(sub_kind, sub, read(self.namespace, object_name), where))
-        path = self.dir / name
+        path: Path = self.dir / name
         path.mkdir(parents=True, exist_ok=True)
         os.chown(path, self.uid, self.gid)
         default = spec.get("defaultMode", DEFAULT_MODE)

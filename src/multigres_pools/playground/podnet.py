@@ -24,6 +24,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 PREFIX = "mgk"
 STATE_DIR = Path("/run/multigres-pools/kubelet")
@@ -44,8 +45,8 @@ def ip(*args: str, netns: str | None = None, check: bool = True) -> subprocess.C
     return out
 
 
-def ip_json(*args: str) -> list[dict]:  # type: ignore[type-arg]
-    return json.loads(ip("-j", *args).stdout or "[]")
+def ip_json(*args: str) -> list[dict[str, Any]]:
+    return cast(list[dict[str, Any]], json.loads(ip("-j", *args).stdout or "[]"))  # `ip -j` prints a list
 
 
 def new_instance_id() -> str:
@@ -65,23 +66,23 @@ def _machine_lock() -> Iterator[None]:
 
 
 def _networks_in_use() -> list[ipaddress.IPv4Network]:
-    nets = []
+    nets: list[ipaddress.IPv4Network] = []
     for link in ip_json("addr"):
         for addr in link.get("addr_info", []):
             if addr.get("family") == "inet":
-                nets.append(ipaddress.ip_network(f"{addr['local']}/{addr['prefixlen']}", strict=False))
+                nets.append(ipaddress.IPv4Network(f"{addr['local']}/{addr['prefixlen']}", strict=False))
     for route in ip_json("route", "show", "table", "all"):
         dst = route.get("dst", "")
         if dst and dst != "default" and ":" not in dst:
             with contextlib.suppress(ValueError):
-                nets.append(ipaddress.ip_network(dst if "/" in dst else f"{dst}/32", strict=False))
+                nets.append(ipaddress.IPv4Network(dst if "/" in dst else f"{dst}/32", strict=False))
     return nets
 
 
 def pick_subnet() -> ipaddress.IPv4Network:
     """A random unused 10.x.y.0/24 (x in 200..249)."""
     used = _networks_in_use()
-    candidates = [ipaddress.ip_network(f"10.{x}.{y}.0/24") for x in _SECOND_OCTETS for y in range(256)]
+    candidates = [ipaddress.IPv4Network(f"10.{x}.{y}.0/24") for x in _SECOND_OCTETS for y in range(256)]
     random.shuffle(candidates)
     for net in candidates:
         if not any(net.overlaps(other) for other in used):

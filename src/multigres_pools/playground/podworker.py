@@ -6,6 +6,7 @@ everything in Kubernetes order before the kubelet's final delete."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -18,13 +19,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import podenv, podexec, probes, reaper
 from .kubelet import now, pod_conditions
 from .poddns import hostname as pod_hostname
 from .podfs import PodVolumes, UnsupportedVolume, VolumeError
-from .podnet import NetError, PodNet, create_pod_net, delete_pod_net
+from .podnet import Bridge, NetError, PodNet, create_pod_net, delete_pod_net
 
 if TYPE_CHECKING:
     from .process_kubelet import ProcessKubelet
@@ -203,7 +204,8 @@ class PodWorker:
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._ip_index = self.kubelet.allocate_ip()
-            self.net = create_pod_net(self.kubelet.bridge, self._ip_index)
+            # ProcessKubelet.start() made the bridge before any pod could be bound to this node.
+            self.net = create_pod_net(cast(Bridge, self.kubelet.bridge), self._ip_index)
         except (NetError, OSError) as err:
             if self._ip_index is not None:
                 self.kubelet.release_ip(self._ip_index)
@@ -326,7 +328,7 @@ class PodWorker:
             return True
         if c.kind == "sidecar":
             return not c.stop_restarts
-        code = (c.state.get("terminated") or (c.last_state.get("terminated") if "waiting" in c.state else None)
+        code: int = (c.state.get("terminated") or (c.last_state.get("terminated") if "waiting" in c.state else None)
                 or {}).get("exitCode", 0)
         if c.kind == "init":
             return not c.completed and self.restart_policy != "Never"
@@ -487,7 +489,7 @@ class PodWorker:
                 continue
             try:
                 ok, message = probes.run(prober.probe, self.ip or "", c.spec,
-                                         lambda argv, t, c=c: self._exec_code(c, argv, t))
+                                         functools.partial(self._exec_code, c))
             except (OSError, ValueError) as err:
                 ok, message = False, str(err)
             prober.record(ok, message, time.monotonic())

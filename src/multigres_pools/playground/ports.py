@@ -33,7 +33,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     """A port free at this instant (the kernel's choice); see the module docstring for the race."""
     with socket.socket() as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])  # (host, port) of an AF_INET socket
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:

@@ -35,11 +35,11 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils import layout
 from kubernetes import client, watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from . import poddns, podnet
 from .kubelet import FakeKubelet, Manifest, now, record_event
@@ -257,9 +257,11 @@ class ProcessKubelet:
     def final_delete(self, namespace: str, name: str, uid: str) -> None:
         """The kubelet's last word on a terminated pod: delete it with grace 0 (finalizers may keep it)."""
         try:
-            # In the body: the API server ignores query options when a body is sent.
+            # In the body: the API server ignores query options when a body is sent. Plain manifests
+            # here and below: the client serializes them as it does its model classes.
             self.core.delete_namespaced_pod(name, namespace,
-                                            body={"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+                                            body={"gracePeriodSeconds": 0,  # type: ignore[arg-type]
+                                                  "preconditions": {"uid": uid}})
         except ApiException as err:
             if err.status not in (404, 409):
                 log.warning("final delete of %s/%s failed: %s", namespace, name, err)
@@ -277,7 +279,7 @@ class ProcessKubelet:
             if err.status == 404:
                 return None
             raise
-        return json.loads(resp.data)
+        return cast(Manifest, json.loads(resp.data))  # a read_namespaced_* answer: one object
 
     def _worker(self, namespace: str, pod: str) -> PodWorker:
         with self._lock:
@@ -291,7 +293,7 @@ class ProcessKubelet:
     def _register_node(self) -> None:
         body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node_name, "labels": self.node_labels}}
         try:
-            self.core.create_node(body)
+            self.core.create_node(body)  # type: ignore[arg-type]  # a plain manifest (final_delete)
         except ApiException as err:
             if err.status != 409:
                 raise
@@ -340,7 +342,8 @@ class ProcessKubelet:
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"], "uid": meta["uid"]},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": self.node_name}}
         try:
-            self.core.create_namespaced_pod_binding(meta["name"], meta["namespace"], body, _preload_content=False)
+            self.core.create_namespaced_pod_binding(meta["name"], meta["namespace"], body,  # type: ignore[arg-type]
+                                                _preload_content=False)  # a plain manifest (final_delete)
         except ApiException as err:
             if err.status not in (404, 409):  # gone, or bound by someone else meanwhile
                 log.warning("binding %s/%s failed: %s", meta["namespace"], meta["name"], err)

@@ -72,7 +72,7 @@ class ProvisionedShard(LocalProvisionerCluster):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> list[int]:
+    def close(self) -> list[str]:
         """Stop everything (leftovers are killed) and remove the work directory; returns the leftovers."""
         leftovers = self.stop()
         if self._own_workdir:
@@ -97,7 +97,7 @@ class ProvisionedShard(LocalProvisionerCluster):
         return None
 
     def service_id(self, cell: str) -> str:
-        return self.config["provisioner-config"]["cells"][cell]["multipooler"]["service-id"]
+        return str(self.config["provisioner-config"]["cells"][cell]["multipooler"]["service-id"])
 
     def pooler(self, cell: str) -> Pooler:
         """The cell's pooler as its record would describe it, from the provisioner's config: dialable

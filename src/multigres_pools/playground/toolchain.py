@@ -181,7 +181,8 @@ def _mark_complete(directory: Path, note: str) -> None:
 def _run(argv: list[str], step: str, **kwargs: object) -> str:
     """Run argv, returning stdout; a failure raises ToolchainError naming the step and the output."""
     try:
-        done = subprocess.run(argv, check=True, text=True, capture_output=True, **kwargs)  # type: ignore[call-overload]
+        done: subprocess.CompletedProcess[str] = subprocess.run(  # type: ignore[call-overload]  # **kwargs: object
+            argv, check=True, text=True, capture_output=True, **kwargs)
     except FileNotFoundError as exc:
         raise ToolchainError(f"{step}: {argv[0]} not found") from exc
     except subprocess.CalledProcessError as exc:
@@ -473,12 +474,13 @@ def _verify_as_user(toolchain: Toolchain) -> None:
     checks += [[tool, "--version"] for tool in POSTGRES_TOOLS]
     checks += [["pgbackrest", "version"], ["etcd", "--version"]]
     for argv in checks:
-        done = subprocess.run(argv, capture_output=True, text=True, **toolchain.process_kwargs())  # type: ignore[call-overload]
+        done = subprocess.run(argv, capture_output=True, text=True,  # type: ignore[call-overload]  # **object
+                              **toolchain.process_kwargs())
         if done.returncode != 0:
             raise ToolchainError(f"as user {toolchain.user}: {' '.join(argv)} exited {done.returncode}: "
                                  f"{(done.stdout + done.stderr).strip()[-400:]}")
     out = subprocess.run(["postgres", "--version"], capture_output=True, text=True,
-                         **toolchain.process_kwargs()).stdout  # type: ignore[call-overload]
+                         **toolchain.process_kwargs()).stdout  # type: ignore[call-overload]  # **object
     if f"(PostgreSQL) {POSTGRES_MAJOR}." not in out:
         raise ToolchainError(f"as user {toolchain.user}: postgres on PATH is not {POSTGRES_MAJOR}: {out.strip()}")
 
@@ -554,7 +556,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"toolchain: not installed under {cache_root()}; run with --ensure", file=sys.stderr)
         return 1
     if args.run:
-        return subprocess.run(args.run, **toolchain.process_kwargs()).returncode  # type: ignore[call-overload]
+        done: subprocess.CompletedProcess[bytes] = subprocess.run(  # type: ignore[call-overload]  # **object
+            args.run, **toolchain.process_kwargs())
+        return done.returncode
     if args.env:
         for key, value in toolchain.env().items():
             print(f"export {key}={value!r}")

@@ -5,7 +5,8 @@
 
 protoc emits absolute imports (`import clustermetadata_pb2`, `from v0_1 import clustermetadata_pb2`);
 they are rewritten to package-relative ones so the stubs live inside `multigres_pools.proto.gen`
-without touching sys.path.
+without touching sys.path. protoc's `.pyi` stubs (`--pyi_out`) sit beside each `_pb2.py` so mypy sees
+the message classes and fields (the `.py` files build them at runtime, invisible to a type checker).
 
 Era A's files sit at the top level; the v0.1.0 files sit in `v0_1/` with their own proto package
 (`mgpools.v0_1.*`), so both sets register distinct file names and symbols in protobuf's default
@@ -43,6 +44,11 @@ def _relative_imports(text: str) -> str:
     return _SUB_IMPORT.sub(r"from . import \1 as \2", _ABS_IMPORT.sub(r"from . import \1 as \2", text))
 
 
+def _stub_files(root: Path) -> list[Path]:
+    """Generated sources under `root` (never `__pycache__/*.pyc`)."""
+    return sorted(p for p in root.rglob("*") if p.suffix in (".py", ".pyi"))
+
+
 def generate(out_dir: Path) -> dict[str, str]:
     """Run protoc into `out_dir`, fix imports, and return {file name: content} of the stubs."""
     from grpc_tools import protoc
@@ -55,12 +61,13 @@ def generate(out_dir: Path) -> dict[str, str]:
             f"-I{well_known}",
             f"--python_out={tmp}",
             f"--grpc_python_out={tmp}",
+            f"--pyi_out={tmp}",
             *(str(p) for p in proto_files()),
         ]
         if protoc.main(args) != 0:
             raise RuntimeError("protoc failed")
         produced = {
-            str(p.relative_to(tmp)): _relative_imports(p.read_text()) for p in sorted(Path(tmp).rglob("*.py"))
+            str(p.relative_to(tmp)): _relative_imports(p.read_text()) for p in _stub_files(Path(tmp))
         }
     produced["__init__.py"] = _INIT
     for sub in VERSION_DIRS:
@@ -75,7 +82,7 @@ def stale_files() -> list[str]:
     """Names of committed stubs that differ from a fresh generation (empty when up to date)."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate(Path(tmp))
-    committed = {str(p.relative_to(GEN_DIR)): p.read_text() for p in GEN_DIR.rglob("*.py")}
+    committed = {str(p.relative_to(GEN_DIR)): p.read_text() for p in _stub_files(GEN_DIR)}
     names = sorted(set(fresh) | set(committed))
     return [n for n in names if fresh.get(n) != committed.get(n)]
 
