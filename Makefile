@@ -36,7 +36,7 @@ typecheck: setup
 sanity: setup
 	tools/ansible_test_sanity.sh $(SANITY_ARGS)
 
-test: setup lint sanity
+test: setup lint typecheck sanity
 	$(PY) -m pytest -p no:cacheprovider -m "not soak" --durations=40 $(PYTEST_ARGS)
 
 # The slow fault matrix on real Multigres (drain faults, two cells, the chaos soak: docs/reliability.md);
