@@ -8,7 +8,6 @@ import copy
 from ansible_collections.multigres.pools.plugins.module_utils import keys, ownership, status
 from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
 from ansible_collections.multigres.pools.plugins.module_utils.observe import Observed
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
 from tests.unit.plan.plan_factories import (
     CR_UID,
@@ -18,6 +17,7 @@ from tests.unit.plan.plan_factories import (
     events,
     live_pod,
     live_pvc,
+    plan,
     shard_cr,
     writes,
 )
