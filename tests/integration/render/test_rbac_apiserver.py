@@ -215,7 +215,7 @@ def test_a_blocking_controller_reference_to_the_shard_needs_its_finalizers(insta
             assert exc.status == 403 and "blockOwnerDeletion" not in exc.message, exc
             return None
     copied = eventually(created_without_blocking, 60, "the forger's Role")
-    assert not owner.owns(copied, "Pod", set()) and not owner.controls(copied)
+    assert copied is not None and not owner.owns(copied, "Pod", set()) and not owner.controls(copied)
     with pytest.raises(KubeError) as refused:
         forger.create(forged("forged", True), field_manager="forger")
     assert refused.value.status == 403 and "blockOwnerDeletion" in refused.value.message
