@@ -8,8 +8,12 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
 
 @dataclass
@@ -110,6 +114,23 @@ def _delete_namespace(core, name: str) -> None:  # type: ignore[no-untyped-def]
         if pod.metadata.finalizers:
             core.patch_namespaced_pod(pod.metadata.name, name, {"metadata": {"finalizers": None}})
     core.delete_namespace(name, propagation_policy="Background")
+
+
+@pytest.fixture
+def kube_client(kube: Kube) -> Iterator[KubeClient]:
+    """The engine's KubeClient with the MultigresShard CRD installed; fresh per test, so its request
+    counts (cleared after the install) are the test's own."""
+    from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
+
+    from multigres_pools.playground.localstack import install_crd
+
+    client = connect(str(kube.kubeconfig))
+    try:
+        install_crd(client)
+        client.counts.clear()
+        yield client
+    finally:
+        client.close()
 
 
 @pytest.fixture

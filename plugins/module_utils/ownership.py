@@ -2,7 +2,10 @@
 
 Labels can be copied by anyone who may create a pod or PVC in the namespace; ownership cannot be
 taken over by copying them. An object is the shard's when its controller ownerReference names the
-MultigresShard's uid. A PVC kept by whenDeleted=Retain deliberately has no ownerReference (the
+MultigresShard's uid with `blockOwnerDeletion: true` (as the engine has always written it): with the
+OwnerReferencesPermissionEnforcement admission plugin, setting that needs `update` on
+`multigresshards/finalizers`, so a reference copied by someone who may only create pods does not
+count (`binding`). A PVC kept by whenDeleted=Retain deliberately has no ownerReference (the
 garbage collector would delete it with the shard); it is the shard's when its ANN_OWNER_SHARD
 annotation names the MultigresShard, or (upgrade from versions that did not write the annotation)
 when one of the shard's own pods mounts it. Everything else with the shard's labels is foreign: the
@@ -44,6 +47,12 @@ def mounted_claims(pods: Iterable[Manifest]) -> set[str]:
     return out
 
 
+def binding(ref: Manifest) -> bool:
+    """A controller reference that may count as ownership: one that blocks the owner's deletion,
+    which only someone allowed to set the owner's finalizers may write (admission plugin above)."""
+    return ref.get("blockOwnerDeletion") is True
+
+
 @dataclass(frozen=True)
 class Owner:
     """The MultigresShard a pass is driven by."""
@@ -59,12 +68,12 @@ class Owner:
 
     def controls(self, obj: Manifest) -> bool:
         ref = controller_ref(obj)
-        return ref is not None and ref.get("uid") == self.uid
+        return ref is not None and ref.get("uid") == self.uid and binding(ref)
 
     def owns(self, obj: Manifest, kind: str, claims: set[str]) -> bool:
         ref = controller_ref(obj)
         if ref is not None:
-            return ref.get("uid") == self.uid
+            return ref.get("uid") == self.uid and binding(ref)
         if kind in ("Pod", "Secret"):
             # The engine has always created pods and generated Secrets with the controller reference;
             # a Secret under a generated name that is not ours would hand the pods its content.

@@ -62,7 +62,7 @@ class Context:
 
     def owned(self, manifest: Manifest, *, owner: bool = True) -> Manifest:
         """A copy placed in our namespace; its reference to the shard CR present iff `owner` (and a
-        CR drives the pass)."""
+        CR drives the pass). For data PVCs only (whenDeleted): everything else is owned as rendered."""
         out = copy.deepcopy(manifest)
         md = out.setdefault("metadata", {})
         md["namespace"] = self.namespace

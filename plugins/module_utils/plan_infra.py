@@ -12,6 +12,7 @@ ANN_CONFIG_KEYS because the operator's caches do not keep managedFields."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from . import actions, compare, facts, keys, labels, tls_policy
@@ -23,10 +24,9 @@ Manifest = dict[str, Any]
 
 
 def infra_manifest(ctx: Context, obj: Manifest) -> Manifest:
-    """Every shared object is owned by the shard CR, except a PVC the renderer left unowned
-    (the backup PVC follows whenDeleted)."""
-    owned = obj["kind"] != "PersistentVolumeClaim" or bool(facts.meta(obj).get("ownerReferences"))
-    out = ctx.owned(obj, owner=owned)
+    """The shared object as rendered (its owner reference is the renderer's: the backup PVC's follows
+    backup_pvc_policy); a PVC is marked as the driving shard's, a ConfigMap records its data keys."""
+    out = copy.deepcopy(obj)
     if out["kind"] == "PersistentVolumeClaim":
         claim_pvc(ctx, out)
     if out["kind"] == "ConfigMap":

@@ -56,21 +56,16 @@ class PoolOutcome:
         self.actions.extend(new)
 
 
-def pod_manifest(ctx: Context, view: PoolView, index: int) -> Manifest:
-    """The rendered pod plus what the engine guarantees: namespace, index label, our finalizer (the
-    agent unregisters the pooler before the pod may vanish) and the owner reference."""
-    pod = ctx.owned(view.dp.pod(index))
-    md = pod["metadata"]
-    md.setdefault("labels", {})[keys.LABEL_INDEX] = str(index)
-    if keys.FINALIZER_POD not in (md.get("finalizers") or []):
-        md["finalizers"] = [*(md.get("finalizers") or []), keys.FINALIZER_POD]
-    return pod
+def pod_manifest(view: PoolView, index: int) -> Manifest:
+    """The pod as rendered: its index label, our finalizer (the agent unregisters the pooler before
+    the pod may vanish) and the owner reference are the renderer's decisions (desired.DesiredPool)."""
+    return copy.deepcopy(view.dp.pod(index))
 
 
 def pvc_manifest(ctx: Context, view: PoolView, index: int) -> Manifest:
-    pvc = claim_pvc(ctx, ctx.owned(view.dp.pvc(index), owner=pvc_owner_wanted(view.dp.when_deleted)))
-    pvc["metadata"].setdefault("labels", {})[keys.LABEL_INDEX] = str(index)
-    return pvc
+    """The data PVC as rendered, claimed for the driving shard: its reference per whenDeleted and
+    its mark (the one part of ownership the planner adds: `render.manifests` leaves data PVCs unowned)."""
+    return claim_pvc(ctx, ctx.owned(view.dp.pvc(index), owner=pvc_owner_wanted(view.dp.when_deleted)))
 
 
 def _usable(pvc: Manifest) -> bool:
@@ -180,7 +175,7 @@ class PoolPlanner:
             index = next(candidates)
             self.creating.add(index)
             pvc = self.view.pvcs.get(index)
-            pod = pod_manifest(self.ctx, self.view, index)
+            pod = pod_manifest(self.view, index)
             name = pod["metadata"]["name"]
             if pvc is None:
                 new_pvc = pvc_manifest(self.ctx, self.view, index)
@@ -302,7 +297,7 @@ class PoolPlanner:
         for pod in self.view.ordered():
             if pod.terminating or pod.in_drain or pod.spec_hash != self.dp.spec_hash or pod.index in self.creating:
                 continue
-            want = pod_manifest(self.ctx, self.view, pod.index)["metadata"]
+            want = pod_manifest(self.view, pod.index)["metadata"]
             sub = {k: want[k] for k in ("labels", "annotations") if want.get(k)}
             if not compare.contains(facts.meta(pod.obj), sub):
                 self.out.add([actions.patch(pod.obj, {"metadata": copy.deepcopy(sub)},

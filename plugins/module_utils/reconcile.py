@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, keys, observe, owned_reads, render, snapshot, spechash, stalls
+from . import facts, keys, observe, owned_reads, render, snapshot, spechash, stalls, task_result
 from . import plan as planner
 from . import status as shard_status
 from .actions import Action
@@ -76,10 +76,8 @@ class Result:
     diff: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "diff"}
-        if self.diff:
-            out["diff"] = self.diff
-        return out
+        """The task result (task_result.TaskResult), by its one builder."""
+        return task_result.build(**self.__dict__)
 
 
 def _load(request: Request, cr: Manifest | None) -> tuple[model.MultigresShardSpec, str]:

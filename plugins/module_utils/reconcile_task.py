@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import kube, snapshot
+from . import kube, snapshot, task_result
 from .reconcile import Request, request_problems, run_pass
 from .reconcile_args import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, REQUIRED_BY, REQUIRED_ONE_OF
 from .requirements_guard import runtime_requirements
@@ -36,17 +36,17 @@ def run(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> tuple[dic
     req = request(params, check_mode=check_mode, diff=diff)
     problems = request_problems(req)  # before connecting: bad input fails the same with or without a cluster
     if problems:
-        return {"failed": True, "msg": "shard_reconcile: invalid arguments: " + "; ".join(problems),
-                "errors": problems}, []
+        return task_result.build(failed=True, msg="shard_reconcile: invalid arguments: " + "; ".join(problems),
+                                 errors=problems), []
     try:
         client = kube.connect(params["kubeconfig"], params["context"])
     except (ValueError, OSError, KeyError, TypeError, AttributeError, YAMLError) as exc:
         # A kubeconfig the loader cannot make sense of is bad input too, not a crash.
-        return {"failed": True, "msg": f"shard_reconcile: kubeconfig: {type(exc).__name__}: {exc}"}, []
+        return task_result.build(failed=True, msg=f"shard_reconcile: kubeconfig: {type(exc).__name__}: {exc}"), []
     try:
         result = run_pass(client, req)
     except (ValueError, kube.KubeError, OSError) as exc:
-        return {"failed": True, "msg": f"shard_reconcile: {exc}"}, []
+        return task_result.build(failed=True, msg=f"shard_reconcile: {exc}"), []
     finally:
         client.close()
     warnings = [line for line in result.waiting if "scale-down" in line and "waits" in line]

@@ -19,7 +19,7 @@ import pytest
 from multigres_pools.operator import proctree
 from multigres_pools.playground.localstack import http_get, wait_for
 
-from .test_operator_process import LEASE, kube_client, lease_name, operator, operator_kubeconfig, shard  # noqa: F401  (fixtures)
+from .test_operator_process import LEASE, lease_name, operator, operator_kubeconfig, shard  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.cluster
 # Short, valid timings so the takeover happens within seconds (defaults: 15/10/2).
@@ -50,12 +50,12 @@ def alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def writes(kube_client, namespace: str, who: str) -> set[str]:  # type: ignore[no-untyped-def]  # noqa: F811
+def writes(kube_client, namespace: str, who: str) -> set[str]:  # type: ignore[no-untyped-def]
     data = (kube_client.get("v1", "ConfigMap", namespace, "writes") or {}).get("data") or {}
     return {k for k in data if k.startswith(f"{who}.")}
 
 
-def holder(kube_client, namespace: str) -> str | None:  # type: ignore[no-untyped-def]  # noqa: F811
+def holder(kube_client, namespace: str) -> str | None:  # type: ignore[no-untyped-def]
     return ((kube_client.get(*LEASE, lease_name(namespace)) or {}).get("spec") or {}).get(
         "holderIdentity")
 

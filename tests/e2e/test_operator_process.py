@@ -16,7 +16,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import bundle, key
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
 
-from multigres_pools.playground.localstack import Process, free_port, http_get, install_crd, reconcile_count, wait_for
+from multigres_pools.playground.localstack import Process, free_port, http_get, reconcile_count, wait_for
 from tests.helpers import promql, service_accounts
 
 PLAYBOOK = Path(__file__).parents[1] / "unit" / "operator" / "playbook" / "reconcile.yml"
@@ -59,13 +59,6 @@ def operator_kubeconfig(kube, namespace, tmp_path) -> Iterator[Path]:  # type: i
             admin.delete(*LEASE, lease_name(namespace))
     finally:
         admin.close()
-
-
-@pytest.fixture
-def kube_client(kube) -> KubeClient:  # type: ignore[no-untyped-def]
-    client = connect(str(kube.kubeconfig))
-    install_crd(client)
-    return client
 
 
 def test_operator_reconciles_on_relevant_events_only(operator_kubeconfig, namespace, kube_client, tmp_path) -> None:  # type: ignore[no-untyped-def]

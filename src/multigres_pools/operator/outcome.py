@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import keys, task_result
+from ansible_collections.multigres.pools.plugins.module_utils.task_result import TaskResult
 
 
 class Result(StrEnum):
@@ -46,23 +47,18 @@ def _condition(status: Mapping[str, Any] | None, ctype: str) -> Mapping[str, Any
     return None
 
 
-def _validation_message(res: Mapping[str, Any]) -> tuple[str, bool] | None:
+def _validation_message(res: TaskResult) -> tuple[str, bool] | None:
     """(message, status already written) if `res` reports an invalid spec, else None."""
-    cond = _condition(res.get("status"), keys.ShardCondition.CONFIGURATION_VALID)
+    cond = _condition(res["status"], keys.ShardCondition.CONFIGURATION_VALID)
     if cond is not None and cond.get("status") == "False":
-        return str(cond.get("message") or res.get("msg") or "invalid spec"), True
-    errors = res.get("validation_errors") or res.get("errors")
-    if res.get("failed") and errors:
-        lines = [e if isinstance(e, str) else f"{e.get('path', '')}: {e.get('message', e)}" for e in errors]
-        return "; ".join(lines), False
+        return str(cond.get("message") or res["msg"] or "invalid spec"), True
+    if res["failed"] and res["errors"]:
+        return "; ".join(res["errors"]), False
     return None
 
 
-def _requeue(res: Mapping[str, Any]) -> float | None:
-    value = res.get("requeue_after")
-    if value in (None, "", 0, False):
-        return None
-    seconds = float(value)
+def _requeue(res: TaskResult) -> float | None:
+    seconds = res["requeue_after"]
     return seconds if seconds > 0 else None
 
 
@@ -71,22 +67,22 @@ def classify(runner_status: str, module_result: Mapping[str, Any] | None,
     """Turn an ansible-runner status and the reconcile module's result into an Outcome."""
     if runner_status == "canceled":
         return Outcome(Result.CANCELED, "canceled at shutdown")
-    res = module_result or {}
+    res = task_result.read(module_result or {})
     invalid = _validation_message(res)
     if invalid is not None:
         return Outcome(Result.INVALID, invalid[0], status_written=invalid[1])
-    if runner_status != "successful" or res.get("failed") or not module_result:
-        detail = res.get("msg") or "; ".join(failures)
+    if runner_status != "successful" or res["failed"] or not module_result:
+        detail = res["msg"] or "; ".join(failures)
         if not module_result and not detail:
             detail = f"the playbook ended '{runner_status}' before the reconcile task reported"
         return Outcome(Result.ERROR, str(detail or f"runner status {runner_status}"))
     requeue = _requeue(res)
-    return Outcome(Result.PROGRESSING if requeue else Result.CONVERGED, str(res.get("msg") or ""),
-                   requeue_after=requeue, changed=bool(res.get("changed")))
+    return Outcome(Result.PROGRESSING if requeue else Result.CONVERGED, res["msg"],
+                   requeue_after=requeue, changed=res["changed"])
 
 
 def action_summary(module_result: Mapping[str, Any] | None) -> str:
     """The writes of one pass, counted by verb and kind: "apply Pod x3, apply PersistentVolumeClaim x3"."""
-    actions = (module_result or {}).get("actions") or []
-    counts = Counter(f"{a.get('verb', '?')} {a.get('kind', '?')}" for a in actions if isinstance(a, Mapping))
+    actions = task_result.read(module_result or {})["actions"]
+    counts = Counter(f"{a.get('verb', '?')} {a.get('kind', '?')}" for a in actions)
     return ", ".join(f"{what} x{n}" for what, n in counts.items()) or "none"

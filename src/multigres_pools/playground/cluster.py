@@ -264,6 +264,8 @@ class Cluster:
             # The ServiceAccount admission plugin rejects pods until the controller has created the
             # namespace's default ServiceAccount; tests create pods in brand-new namespaces.
             "--disable-admission-plugins=ServiceAccount",
+            # As a hardened cluster runs it: a blocking ownerReference needs the owner's finalizers (ownership.py).
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
             "--enable-priority-and-fairness=false",
             "--profiling=false",
             "--cert-dir", str(self.workdir / "apiserver-certs"),

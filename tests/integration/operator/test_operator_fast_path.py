@@ -65,28 +65,28 @@ def settle(op: LiveOperator, kubelet, names: list[str], timeout: float = 600) ->
     wait_for(check, timeout, f"{len(names)} shards to converge", interval=1)
 
 
-def test_noop_resync_starts_no_runner_and_a_spec_change_one(kube, namespace, kubelet, client,  # type: ignore[no-untyped-def]
-                                                          tmp_path) -> None:
+def test_noop_resync_starts_no_runner_and_a_spec_change_one(kube, namespace, kubelet, kube_client,  # type: ignore[no-untyped-def]
+                                                               tmp_path) -> None:
     names = [f"s{i:02d}" for i in range(SHARDS)]
     for name in names:
-        client.apply(shard_doc(namespace, name), "test")
+        kube_client.apply(shard_doc(namespace, name), "test")
     op = LiveOperator(kube.kubeconfig, namespace, tmp_path / "runner")
     try:
         settle(op, kubelet, names)
         assert op.requests().get("list", 0) == 0, op.requests()  # every list came from the caches
 
         # 1. A resync of converged shards: decided in process, no runner, nothing written.
-        before, runs, decided = versions(client, namespace), op.runner_runs(), op.decisions("no-op")
+        before, runs, decided = versions(kube_client, namespace), op.runner_runs(), op.decisions("no-op")
         op.resync()
         wait_for(lambda: op.decisions("no-op") >= decided + SHARDS and op.idle(), 120, "the resync")
         assert op.runner_runs() == runs
-        assert versions(client, namespace) == before
+        assert versions(kube_client, namespace) == before
         assert sum(n for verb, n in op.requests().items() if verb not in ("get", "list")) == 0
 
         # 2. A spec change: one playbook run, which writes what the operator planned, replaying its snapshot.
         target = (namespace, names[0])
         passes = op.ctl.playbook_passes[target]
-        client.apply(shard_doc(namespace, names[0], replicas=2), "test")
+        kube_client.apply(shard_doc(namespace, names[0], replicas=2), "test")
         wait_for(lambda: op.ctl.playbook_passes[target] > passes and op.idle(), 120, "the playbook pass")
         op.resync()  # the shard is decided again after its pass: nothing is left to write
         wait_for(op.idle, 120, "the resync after the pass")
@@ -106,13 +106,13 @@ def test_noop_resync_starts_no_runner_and_a_spec_change_one(kube, namespace, kub
         op.stop()
 
     # 3. The standalone playbook (no operator, no snapshot) converges the same shard.
-    client.apply(shard_doc(namespace, names[0], replicas=3), "test")
+    kube_client.apply(shard_doc(namespace, names[0], replicas=3), "test")
     env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     out = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "playbooks/reconcile.yml",
                           "-e", json.dumps({"shard_name": names[0], "shard_namespace": namespace})],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    pods = client.list("v1", "Pod", namespace, f"{keys.LABEL_CLUSTER}={names[0]},"
+    pods = kube_client.list("v1", "Pod", namespace, f"{keys.LABEL_CLUSTER}={names[0]},"
                                                 f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
     assert len(pods) == 3

@@ -23,23 +23,23 @@ def _conditions(client: KubeClient, namespace: str, name: str) -> dict[str, Any]
     return {c["type"]: c for c in (cr.get("status") or {}).get("conditions") or []}
 
 
-def test_a_disallowed_image_is_refused_by_the_operator(kube, namespace, client, tmp_path):  # type: ignore[no-untyped-def]
+def test_a_disallowed_image_is_refused_by_the_operator(kube, namespace, kube_client, tmp_path):  # type: ignore[no-untyped-def]
     doc = shard_doc(namespace, "evil")
     doc["spec"]["images"] = {"postgres": "evil.example/postgres:17"}
-    client.apply(doc, "test")
+    kube_client.apply(doc, "test")
     op = LiveOperator(kube.kubeconfig, namespace, tmp_path / "runner",
                       policy=SpecPolicy.of(images=["ghcr.io/multigres/*"]))
     try:
         def refused() -> bool:
-            cond = _conditions(client, namespace, "evil").get("ConfigurationValid") or {}
+            cond = _conditions(kube_client, namespace, "evil").get("ConfigurationValid") or {}
             return cond.get("status") == "False"
         wait_for(refused, 180, "ConfigurationValid=False on the refused shard", interval=0.5)
         wait_for(op.idle, 120, "the operator to be idle", interval=0.2)
-        conditions = _conditions(client, namespace, "evil")
+        conditions = _conditions(kube_client, namespace, "evil")
         assert conditions["ConfigurationValid"]["message"].startswith(
             "spec.images.postgres: image 'evil.example/postgres:17' is not allowed")
         assert conditions["Stalled"]["status"] == "True"
-        assert client.list("v1", "Pod", namespace) == []
+        assert kube_client.list("v1", "Pod", namespace) == []
         # Settled: a resync decides in process that the refusal is already reported, and runs nothing.
         runs = op.runner_runs()
         op.resync()

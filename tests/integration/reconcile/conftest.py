@@ -5,26 +5,20 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import kube
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
-from multigres_pools.playground.localstack import install_crd
 from tests.helpers.fake_agent import FakeAgent
 from tests.integration.reconcile.rig import Rig
 
 
-@pytest.fixture(scope="session")
-def shard_crd(kube):  # type: ignore[no-untyped-def]
-    """The MultigresShard CRD, for tests where a CR drives the pass."""
-    install_crd(kube_client(kube))
-
-
-def kube_client(kube_fixture) -> kube.KubeClient:  # type: ignore[no-untyped-def]
-    return kube.connect(str(kube_fixture.kubeconfig))
+@pytest.fixture
+def shard_crd(kube_client: KubeClient) -> None:
+    """The MultigresShard CRD, for tests where a CR drives the pass (kube_client installs it)."""
 
 
 @pytest.fixture
-def rig(kube, namespace, kubelet):  # type: ignore[no-untyped-def]
-    return Rig(kube_client(kube), namespace, FakeAgent(kube.api_client(), namespace), kubelet)
+def rig(kube, namespace, kubelet, kube_client):  # type: ignore[no-untyped-def]
+    return Rig(kube_client, namespace, FakeAgent(kube.api_client(), namespace), kubelet)
 
 
 @pytest.fixture

@@ -6,15 +6,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.integration.reconcile.conftest import kube_client
-
 pytestmark = pytest.mark.cluster
 
 
-def test_one_client_shared_by_threads_answers_every_request(kube, namespace):  # type: ignore[no-untyped-def]
+def test_one_client_shared_by_threads_answers_every_request(kube_client, namespace):  # type: ignore[no-untyped-def]
     # `multigres-pools status` resolves pod addresses through one client from a thread pool; interleaved
     # requests on its one connection used to read each other's answers or a closed socket.
-    client = kube_client(kube)
+    client = kube_client
 
     def read(_: int) -> str:
         return str((client.get("v1", "Namespace", None, namespace) or {})["metadata"]["name"])

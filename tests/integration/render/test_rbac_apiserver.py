@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, facts, keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils import bundle, facts, keys, naming, ownership
 from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, KubeError, connect
 from kubernetes import client as k8s
 
@@ -177,6 +177,50 @@ def test_a_shard_is_created_scaled_and_deleted_by_the_operators_service_account(
 def _pod(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+
+def test_a_blocking_controller_reference_to_the_shard_needs_its_finalizers(installed):  # type: ignore[no-untyped-def]
+    """OwnerReferencesPermissionEnforcement (on in the harness): a ServiceAccount that may create pods
+    but not update multigresshards/finalizers can copy the shard's controller reference only without
+    blockOwnerDeletion, which ownership.py does not count; the operator's ServiceAccount sets it."""
+    ns, admin = installed.watched, installed.admin
+    cr = admin.create({"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
+                       "metadata": {"name": "demo", "namespace": ns}, "spec": spec(1)}, field_manager="test")
+    owner = ownership.Owner.of(cr)
+    assert owner is not None
+    ref = {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": "demo", "uid": owner.uid,
+           "controller": True, "blockOwnerDeletion": True}
+    admin.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "forger", "namespace": ns}},
+                 field_manager="test")
+    admin.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                  "metadata": {"name": "forger", "namespace": ns},
+                  "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get"]}]},
+                 field_manager="test")
+    admin.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                  "metadata": {"name": "forger", "namespace": ns},
+                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "forger"},
+                  "subjects": [{"kind": "ServiceAccount", "name": "forger", "namespace": ns}]}, field_manager="test")
+    forger = KubeClient(Credentials(server=admin.creds.server, ca_data=admin.creds.ca_data,
+                                    token=service_accounts.token(admin, "forger", ns)))
+
+    def forged(name: str, blocking: bool) -> dict[str, Any]:
+        pod = _pod(name, ns, {})
+        pod["metadata"]["ownerReferences"] = [{**ref, "blockOwnerDeletion": blocking}]
+        return pod
+
+    def created_without_blocking() -> dict[str, Any] | None:  # once the authorizer knows the new Role
+        try:
+            return forger.create(forged("copied", False), field_manager="forger")
+        except KubeError as exc:
+            assert exc.status == 403 and "blockOwnerDeletion" not in exc.message, exc
+            return None
+    copied = eventually(created_without_blocking, 60, "the forger's Role")
+    assert copied is not None and not owner.owns(copied, "Pod", set()) and not owner.controls(copied)
+    with pytest.raises(KubeError) as refused:
+        forger.create(forged("forged", True), field_manager="forger")
+    assert refused.value.status == 403 and "blockOwnerDeletion" in refused.value.message
+    made = installed.client(bundle.OPERATOR).apply(forged("by-the-operator", True), keys.FIELD_MANAGER)
+    assert owner.owns(made, "Pod", set())
 
 
 def test_the_agent_patches_pool_pods_only_and_cannot_delete_pods_or_read_secrets(installed):  # type: ignore[no-untyped-def]

@@ -22,8 +22,8 @@ def test_invalid_spec_from_status_condition() -> None:
 
 
 def test_invalid_spec_from_validation_errors_without_status() -> None:
-    errors = ["spec.clusterName: field required", {"path": "spec.pools", "message": "at least one pool"}]
-    out = classify("failed", {"failed": True, "msg": "x", "validation_errors": errors})
+    errors = ["spec.clusterName: field required", "spec.pools: at least one pool"]  # as task_result.build makes them
+    out = classify("failed", {"failed": True, "msg": "x", "errors": errors})
     assert out.result is Result.INVALID and not out.status_written
     assert out.message == "spec.clusterName: field required; spec.pools: at least one pool"
 

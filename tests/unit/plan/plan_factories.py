@@ -1,16 +1,25 @@
 """Small factories for planner tests: a `Desired` built by hand (not by the renderer, so these tests
-pin the planner alone) and live objects shaped as the API server returns them."""
+pin the planner alone) and live objects shaped as the API server returns them.
+
+`plan` completes the hand-built manifests the way the renderer completes what it renders for the
+observed MultigresShard (ownership, finalizer, index label) before planning: the renderer
+decides those, the planner only compares (test_render_decides checks both agree)."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import datetime as dt
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils import plan as planner
 from ansible_collections.multigres.pools.plugins.module_utils.desired import Desired, DesiredPool, PVCPolicy
 from ansible_collections.multigres.pools.plugins.module_utils.observe import Observed
+from ansible_collections.multigres.pools.plugins.module_utils.render_context import owner_reference
 
 Manifest = dict[str, Any]
 SID = naming.ShardId("demo", "postgres", "default", "0-inf")
@@ -54,6 +63,50 @@ def desired_pool(pool: str = "main", cell: str = "z1", *, replicas: int = 3, spe
 
 def desired(*pools: DesiredPool, objects: tuple[Manifest, ...] = ()) -> Desired:
     return Desired(shard=SID, namespace=NS, objects=objects, pools=pools or (desired_pool(),))
+
+
+def _owned(obj: Manifest, cr: Manifest | None, *, owned: bool) -> Manifest:
+    """`obj` with `cr`'s controller reference iff `owned`, as rendered for `cr`."""
+    out = copy.deepcopy(obj)
+    md = out["metadata"]
+    if cr is not None and facts.uid(cr):
+        ref = owner_reference({"name": facts.name(cr), "uid": facts.uid(cr) or ""})
+        refs = [r for r in md.get("ownerReferences") or [] if r.get("uid") != ref["uid"]] + ([ref] if owned else [])
+        md["ownerReferences"] = refs
+        if not refs:
+            del md["ownerReferences"]
+    return out
+
+
+def _rendered_pod(build: Callable[[int], Manifest], cr: Manifest | None, index: int) -> Manifest:
+    pod = _owned(build(index), cr, owned=True)
+    md = pod["metadata"]
+    md.setdefault("labels", {})[keys.LABEL_INDEX] = str(index)
+    md["finalizers"] = [*(f for f in md.get("finalizers") or [] if f != keys.FINALIZER_POD), keys.FINALIZER_POD]
+    return pod
+
+
+def _rendered_pvc(build: Callable[[int], Manifest], index: int) -> Manifest:
+    pvc = build(index)
+    pvc["metadata"].setdefault("labels", {})[keys.LABEL_INDEX] = str(index)
+    return pvc
+
+
+def rendered(want: Desired, cr: Manifest | None) -> Desired:
+    """`want` as the renderer produces it for `cr` (render.desired_state's `owner`): pods with the index
+    label, our finalizer and the controller reference; data PVCs with the index label (their owner
+    follows whenDeleted in the planner); every shared object owned, a shared PVC iff built with a
+    reference (the renderer's backup_pvc_policy)."""
+    pools = tuple(dataclasses.replace(dp, pod=partial(_rendered_pod, dp.pod, cr), pvc=partial(_rendered_pvc, dp.pvc))
+                  for dp in want.pools)
+    objects = tuple(_owned(o, cr, owned=o["kind"] != "PersistentVolumeClaim"
+                           or bool(o["metadata"].get("ownerReferences"))) for o in want.objects)
+    return dataclasses.replace(want, pools=pools, objects=objects)
+
+
+def plan(want: Desired, seen: Observed, now: dt.datetime, **options: Any) -> planner.Plan:
+    """The planner on `want` as rendered for the observed MultigresShard (see `rendered`)."""
+    return planner.plan(rendered(want, seen.cr), seen, now, **options)
 
 
 def live_pod(dp: DesiredPool, index: int, *, ready: bool = True, role: str | None = None,

@@ -7,11 +7,10 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations as da
 from ansible_collections.multigres.pools.plugins.module_utils import keys, status
 from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
 from multigres_pools.agent import podinfo
 
-from .plan_factories import NOW, desired, desired_pool, drains, healthy, live_pod, observed, shard_cr, writes
+from .plan_factories import NOW, desired, desired_pool, drains, healthy, live_pod, observed, plan, shard_cr, writes
 
 STATE, FORCE = keys.ANN_DRAIN_STATE, keys.ANN_DRAIN_FORCE
 

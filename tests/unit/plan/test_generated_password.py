@@ -7,9 +7,8 @@ from dataclasses import replace
 
 from ansible_collections.multigres.pools.plugins.module_utils import model, naming, render
 from ansible_collections.multigres.pools.plugins.module_utils.actions import Verb
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
-from .plan_factories import NOW, desired, healthy, observed
+from .plan_factories import NOW, desired, healthy, observed, plan
 
 SPEC = {"clusterName": "demo", "globalTopoServer": {"address": "topo:2379", "rootPath": "/multigres/global"},
         "pools": {"main": {"cells": ["z1"], "replicasPerCell": 3}}}

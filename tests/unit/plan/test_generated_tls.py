@@ -9,11 +9,10 @@ from dataclasses import replace
 
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, model, render, tls, tls_policy
 from ansible_collections.multigres.pools.plugins.module_utils.actions import Verb
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from .plan_factories import NOW, desired, healthy, observed
+from .plan_factories import NOW, desired, healthy, observed, plan
 
 SPEC = {"clusterName": "demo", "globalTopoServer": {"address": "topo:2379", "rootPath": "/multigres/global"},
         "pools": {"main": {"cells": ["z1"], "replicasPerCell": 3}}}

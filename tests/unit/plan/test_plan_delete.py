@@ -6,9 +6,20 @@ import datetime as dt
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
-from .plan_factories import NOW, desired, desired_pool, drains, events, healthy, live_pvc, observed, shard_cr, writes
+from .plan_factories import (
+    NOW,
+    desired,
+    desired_pool,
+    drains,
+    events,
+    healthy,
+    live_pvc,
+    observed,
+    plan,
+    shard_cr,
+    writes,
+)
 
 REQUESTED = {keys.ANN_TOPOLOGY_CLEANUP: "requested", keys.ANN_TOPOLOGY_CLEANUP_REQUESTED_AT: "2026-05-01T11:59:00Z"}
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
 from .plan_factories import (
     NOW,
@@ -17,6 +16,7 @@ from .plan_factories import (
     live_pod,
     live_pvc,
     observed,
+    plan,
     writes,
 )
 

@@ -18,13 +18,12 @@ import datetime as dt
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
 from ansible_collections.multigres.pools.plugins.module_utils.facts import PodFacts
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 from ansible_collections.multigres.pools.plugins.module_utils.plan_context import pool_views
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .plan_factories import NOW, desired, desired_pool
+from .plan_factories import NOW, desired, desired_pool, plan
 from .plan_sim import Sim
 
 CELLS = ("z1", "z2")

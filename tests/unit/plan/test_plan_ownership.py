@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, ownership, status
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, ownership, status
 from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
 from ansible_collections.multigres.pools.plugins.module_utils.observe import Observed
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
 from tests.unit.plan.plan_factories import (
     CR_UID,
@@ -18,6 +17,7 @@ from tests.unit.plan.plan_factories import (
     events,
     live_pod,
     live_pvc,
+    plan,
     shard_cr,
     writes,
 )
@@ -26,7 +26,9 @@ STAMP = "2026-05-01T12:00:00Z"
 
 
 def _ref(uid: str = CR_UID, name: str = "demo", kind: str = keys.SHARD_KIND) -> dict:
-    return {"apiVersion": keys.API_GROUP_VERSION, "kind": kind, "name": name, "uid": uid, "controller": True}
+    """A controller reference as the engine writes it (blockOwnerDeletion: ownership.binding)."""
+    return {"apiVersion": keys.API_GROUP_VERSION, "kind": kind, "name": name, "uid": uid, "controller": True,
+            "blockOwnerDeletion": True}
 
 
 def _ours(obj: dict) -> dict:
@@ -182,3 +184,18 @@ def test_a_foreign_pvc_under_the_backup_pvc_name_refuses_the_pass() -> None:
     _mounting(pod, backup["metadata"]["name"])
     again = plan(desired(dp, objects=(backup,)), _split_observed(shard_cr(), [pod], [legacy]), NOW)
     assert not again.errors
+
+
+def test_a_copied_controller_reference_without_block_owner_deletion_is_not_ownership() -> None:
+    """Anyone who may create pods can copy the reference; only one allowed to set the shard's
+    finalizers can add blockOwnerDeletion (OwnerReferencesPermissionEnforcement), so only that counts."""
+    dp = desired_pool(replicas=2)
+    copied = live_pod(dp, 1)
+    copied["metadata"]["ownerReferences"] = [{**_ref(), "blockOwnerDeletion": False}]
+    bare = live_pvc(dp, 1)
+    bare["metadata"]["ownerReferences"] = [{k: v for k, v in _ref().items() if k != "blockOwnerDeletion"}]
+    parts = ownership.split(ownership.Owner.of(shard_cr()), [_ours(live_pod(dp, 0)), copied], [bare], {})
+    assert [facts.name(o) for o in parts.foreign] == [facts.name(copied), facts.name(bare)]
+    assert [facts.name(p) for p in parts.pods] == [dp.pod(0)["metadata"]["name"]] and parts.pvcs == ()
+    owner = ownership.Owner.of(shard_cr())
+    assert owner is not None and not owner.controls(copied) and owner.controls(_ours(live_pod(dp, 0)))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys, status
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
-from .plan_factories import NOW, desired, desired_pool, healthy, observed, shard_cr
+from .plan_factories import NOW, desired, desired_pool, healthy, observed, plan, shard_cr
 
 STAMP = "2026-05-01T12:00:00Z"
 

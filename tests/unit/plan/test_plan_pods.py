@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
 from .plan_factories import (
     NOW,
@@ -16,6 +15,7 @@ from .plan_factories import (
     live_pod,
     live_pvc,
     observed,
+    plan,
     shard_cr,
     writes,
 )

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
-from .plan_factories import CR_UID, NOW, NS, SID, desired, desired_pool, healthy, observed, shard_cr
+from .plan_factories import CR_UID, NOW, NS, SID, desired, desired_pool, healthy, observed, plan, shard_cr
 
 OUR_REF = {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": "demo", "uid": CR_UID,
            "controller": True}

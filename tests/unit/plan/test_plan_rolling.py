@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
-from .plan_factories import NOW, desired, desired_pool, drains, healthy, live_pod, observed, writes
+from .plan_factories import NOW, desired, desired_pool, drains, healthy, live_pod, observed, plan, writes
 
 
 def _drifted(dp, count=None, primary=0):  # type: ignore[no-untyped-def]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
 from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
-from .plan_factories import NOW, SID, desired, desired_pool, healthy, live_pvc, observed, shard_cr, writes
+from .plan_factories import NOW, SID, desired, desired_pool, healthy, live_pvc, observed, plan, shard_cr, writes
 
 
 def test_policy_change_retain_to_delete_adds_owner_references():

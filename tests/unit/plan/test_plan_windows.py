@@ -7,9 +7,8 @@ import datetime as dt
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys, maintenance, model, status
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
-from .plan_factories import NOW, desired, desired_pool, drains, healthy, observed, shard_cr, writes
+from .plan_factories import NOW, desired, desired_pool, drains, healthy, observed, plan, shard_cr, writes
 
 # NOW is Friday 2026-05-01 12:00 UTC.
 SAT_2AM = maintenance.window(["Sat"], "02:00", dt.timedelta(hours=2))

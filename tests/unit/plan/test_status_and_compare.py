@@ -9,9 +9,8 @@ import stat
 import sys
 
 from ansible_collections.multigres.pools.plugins.module_utils import compare, keys, kube, status
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
-from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, observed, shard_cr
+from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, observed, plan, shard_cr
 
 STAMP = "2026-05-01T12:00:00Z"
 

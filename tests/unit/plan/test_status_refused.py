@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils import status
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 
-from .plan_factories import NOW, desired, desired_pool, healthy, live_pvc, observed, shard_cr
+from .plan_factories import NOW, desired, desired_pool, healthy, live_pvc, observed, plan, shard_cr
 
 STAMP, LATER = "2026-05-01T12:00:00Z", "2026-05-01T12:05:00Z"
 

@@ -7,10 +7,9 @@ import json
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, stalls, status
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, request_problems
 
-from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, observed, shard_cr
+from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, observed, plan, shard_cr
 
 LATER = NOW + dt.timedelta(minutes=10)
 
