@@ -54,9 +54,10 @@ def shard_selected(shard: Obj | None, selector: str) -> bool:
 
 
 def shard_controller(pod: Obj) -> tuple[str, str] | None:
-    """(name, uid) of the MultigresShard the pod's controller reference names."""
+    """(name, uid) of the MultigresShard the pod's controller reference names; only a reference that
+    blocks the owner's deletion binds, as for the engine (ownership.binding)."""
     ref = ownership.controller_ref(dict(pod))
-    if ref and ref.get("kind") == keys.SHARD_KIND and ref.get("name") and ref.get("uid"):
+    if ref and ownership.binding(ref) and ref.get("kind") == keys.SHARD_KIND and ref.get("name") and ref.get("uid"):
         return str(ref["name"]), str(ref["uid"])
     return None
 

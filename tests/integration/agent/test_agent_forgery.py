@@ -29,9 +29,10 @@ def _shard(rig, namespace: str, name: str, annotations: dict[str, str] | None = 
         keys.API_GROUP, keys.API_VERSION, namespace, keys.SHARD_PLURAL, body)
 
 
-def _controller(cr: dict[str, Any], uid: str | None = None) -> list[dict[str, Any]]:
+def _controller(cr: dict[str, Any], uid: str | None = None, blocking: bool = True) -> list[dict[str, Any]]:
+    """The controller reference the engine writes (blocking), or a copy of it."""
     return [{"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": cr["metadata"]["name"],
-             "uid": uid or cr["metadata"]["uid"], "controller": True}]
+             "uid": uid or cr["metadata"]["uid"], "controller": True, "blockOwnerDeletion": blocking}]
 
 
 def _forged_pod(rig, namespace: str, name: str, owner: list[dict[str, Any]] | None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -69,6 +70,9 @@ def test_forged_pods_and_shards_leave_the_real_records_in_place(rig_factory, sha
     # 1. In the shard's namespace: a pod naming the real shard as controller with a made-up uid.
     liar = _forged_pod(rig, rig.namespace, "forged-same-ns", _controller(real, uid=str(uuid.uuid4())))
     agent.on_pod(liar)
+    # ... and one with the real uid, copied without blockOwnerDeletion (what a pod creator may write).
+    copied = _forged_pod(rig, rig.namespace, "forged-copied-ref", _controller(real, blocking=False))
+    agent.on_pod(copied)
     # 2. In another namespace: an unowned pod (served as a vars-mode pod) copying the primary's flags,
     #    and one owned by a MultigresShard made there with the same topology.
     copycat_elsewhere = _shard(rig, other_namespace, "copycat")
@@ -88,7 +92,8 @@ def test_forged_pods_and_shards_leave_the_real_records_in_place(rig_factory, sha
     assert naming.database_key(rig.root, "postgres") in after
     assert rig.state(rig.names[0]) is None and rig.role(rig.names[0]) == keys.Role.PRIMARY
     # The liar keeps its finalizer: the agent never acted on it.
-    assert keys.FINALIZER_POD in (Kube(rig.client).get_pod(rig.namespace, "forged-same-ns")["metadata"]["finalizers"])
+    for forged in ("forged-same-ns", "forged-copied-ref"):
+        assert keys.FINALIZER_POD in (Kube(rig.client).get_pod(rig.namespace, forged)["metadata"]["finalizers"])
     kept = [e for e in rig.events("TopoCleanup") if "kept (not this MultigresShard's)" in (e.message or "")]
     assert kept, [e.message for e in rig.events("TopoCleanup")]
 

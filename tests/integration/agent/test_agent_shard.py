@@ -121,7 +121,7 @@ def test_topology_cleanup_handshake(rig_factory, shard_crd_installed) -> None:
     for name in rig.names:  # the engine's pods: the cleanup removes only records of pods the shard controls
         rig.core.patch_namespaced_pod(name, rig.namespace, {"metadata": {"ownerReferences": [{
             "apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": cr["metadata"]["name"],
-            "uid": cr["metadata"]["uid"], "controller": True}]}})
+            "uid": cr["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]}})
     rig.run(rig.agent())
     assert rig.etcd.get(naming.database_key(rig.root, "postgres")) is not None
     custom = client.CustomObjectsApi(rig.api)

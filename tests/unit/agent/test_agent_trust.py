@@ -26,8 +26,9 @@ def _pod(name: str, ref: dict[str, Any] | None = None, service_id: str = "p-1", 
             "spec": {"containers": [{"name": "multipooler", "args": args}]}}
 
 
-def _ref(uid: str, kind: str = keys.SHARD_KIND) -> dict[str, Any]:
-    return {"apiVersion": keys.API_GROUP_VERSION, "kind": kind, "name": "demo", "uid": uid, "controller": True}
+def _ref(uid: str, kind: str = keys.SHARD_KIND, blocking: bool = True) -> dict[str, Any]:
+    return {"apiVersion": keys.API_GROUP_VERSION, "kind": kind, "name": "demo", "uid": uid, "controller": True,
+            "blockOwnerDeletion": blocking}
 
 
 def test_records_belong_by_shard_fields_and_hostname_namespace() -> None:
@@ -42,6 +43,8 @@ def test_pods_are_trusted_by_their_live_controller() -> None:
     assert trust.pod_trusted(_pod("a", _ref("uid-1")), live, allow_unowned=False)
     assert not trust.pod_trusted(_pod("a", _ref("made-up")), live, allow_unowned=True)
     assert not trust.pod_trusted(_pod("a", _ref("uid-1", kind="ReplicaSet")), live, allow_unowned=True)
+    # a copied reference without blockOwnerDeletion (which anyone creating pods may write) binds nothing
+    assert not trust.pod_trusted(_pod("a", _ref("uid-1", blocking=False)), live, allow_unowned=True)
     assert trust.pod_trusted(_pod("a"), live, allow_unowned=True)
     assert not trust.pod_trusted(_pod("a"), live, allow_unowned=False)
 
