@@ -8,7 +8,16 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import cron
 from ansible_collections.multigres.pools.plugins.module_utils.keys import BackupType
 
-from multigres_pools.agent.backup_schedule import Inputs, Mark, PodFacts, choose_pod, decide, read_handled, read_mark, stale
+from multigres_pools.agent.backup_schedule import (
+    Inputs,
+    Mark,
+    PodFacts,
+    choose_pod,
+    decide,
+    read_handled,
+    read_mark,
+    stale,
+)
 
 FULL, DIFF = BackupType.FULL, BackupType.DIFFERENTIAL
 NOW = datetime(2026, 11, 24, 1, 0, 30, tzinfo=UTC)  # a Tuesday
