@@ -472,8 +472,9 @@ class PgBackRestTLS(SpecModel):
 
 
 class BackupSchedules(SpecModel):
-    full: Cron = Field("0 1 * * 0", description="Cron schedule of full base backups (UTC).")
-    differential: Cron = Field("0 1 * * 1-6", description="Cron schedule of differential backups (UTC).")
+    full: Cron = Field("0 1 * * 0", description="Cron schedule (five fields, UTC) of full base backups.")
+    differential: Cron = Field(
+        "0 1 * * 1-6", description="Cron schedule (five fields, UTC) of differential base backups.")
 
 
 class Backup(SpecModel):
@@ -485,7 +486,9 @@ class Backup(SpecModel):
     filesystem: FilesystemBackup = Field({}, description="Shared backup PVC (type filesystem).")
     s3: S3Backup | None = Field(None, description="S3 repository (type s3); pods then use an emptyDir.")
     pgbackrest_tls: PgBackRestTLS = Field({}, alias="pgbackrestTLS", description="pgBackRest TLS material.")
-    schedules: BackupSchedules = Field({}, description="Scheduled base backups, run by the agent.")
+    schedules: BackupSchedules = Field(
+        {}, description="Scheduled base backups, run by the agent on a standby; on demand: annotation "
+                        f"{keys.ANN_BACKUP_REQUEST} (docs/operations.md, \"Backups\").")
     health_threshold: Duration = Field(
         "25h", description="BackupHealthy turns False when the newest complete backup is older than this.",
     )
