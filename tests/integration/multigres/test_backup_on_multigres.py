@@ -15,6 +15,7 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from multigres_pools.agent import backup_health
+from multigres_pools.agent.kube import now_rfc3339
 from multigres_pools.dataplane.base import Backup, ShardTopology
 from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.localstack import wait_for
@@ -26,6 +27,7 @@ pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
 NEVER = "0 0 1 1 *"  # once a year: the schedule exists but does not fire during the test
 EVERY_MINUTE = "* * * * *"
+FIELD_MANAGER = "backup-test"
 LATE_DRAIN = {keys.DrainState.DRAINING, keys.DrainState.ACKNOWLEDGED, keys.DrainState.READY_FOR_DELETION}
 
 
@@ -140,27 +142,67 @@ def test_a_scale_down_requested_while_a_backup_runs_never_drains_the_pod_taking_
                                         "drain waits for the backup": blocked})
 
 
-def test_an_on_demand_backup_runs_and_a_new_replica_restores_from_it(watched: Watched) -> None:
-    stack = watched.stack
-    previous = (_status_backup(watched).get("last") or {}).get("startedAt", "")
-    acked_before = list(watched.load.acked)
-    kube = stack.kube()
+def _request_backup(watched: Watched, kind: str) -> None:
+    kube = watched.stack.kube()
     try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD,
-                         {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: "full"}}})
+        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, watched.stack.namespace, SHARD,
+                         {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: kind}}}, field_manager=FIELD_MANAGER)
     finally:
         kube.close()
+
+
+def _request_drain(watched: Watched, pod: str) -> None:
+    """What the engine writes for a decommission (plan_drain.request_drain), written by the test the
+    moment the backup starts, so the drain and the backup overlap for sure."""
+    kube = watched.stack.kube()
+    try:
+        kube.merge_patch("v1", "Pod", watched.stack.namespace, pod, {"metadata": {"annotations": {
+            keys.ANN_DRAIN_STATE: keys.DrainState.REQUESTED.value, keys.ANN_DRAIN_REQUESTED_AT: now_rfc3339(),
+            keys.ANN_DRAIN_REASON: keys.DrainReason.DECOMMISSION.value}}}, field_manager=FIELD_MANAGER)
+    finally:
+        kube.close()
+
+
+def test_an_on_demand_backup_runs_and_a_drain_of_its_pod_waits_for_it(watched: Watched) -> None:
+    stack = watched.stack
+    previous = (_status_backup(watched).get("last") or {}).get("startedAt", "")
+    _request_backup(watched, "full")
+    running = wait_for(lambda: _state(watched).get("running"), 120, "the requested backup to start", interval=0.05)
+    pod = running["pod"]
+    apply(stack, lambda spec: spec["pools"]["default"].update(decommission=[pod]))
+    _request_drain(watched, pod)
     last = wait_for(lambda: _finished(watched, "request", previous), 240, "the requested backup to finish",
                     interval=1)
     note("requested backup", last)
-    assert not last.get("error") and last["type"] == "full", last
+    assert not last.get("error") and last["type"] == "full" and last["pod"] == pod, last
     assert keys.ANN_BACKUP_REQUEST not in facts.annotations(_cr(watched)), "the request is acknowledged"
     listed = {b.backup_id: b for b in _listed(watched)}
     assert listed[last["backupId"]].complete and listed[last["backupId"]].type == "full"
-    newest = backup_health.newest_complete(list(listed.values()))
+    wait_for(lambda: pod not in {facts.name(p) for p in stack.pods()}, 300, f"the decommissioned {pod} to go",
+             interval=1)
+    generation = apply(stack, lambda spec: spec["pools"]["default"].update(decommission=[]))
+    converge(stack, generation, replicas=2)
+    events = [e for e in watched.timeline.events if e.name == pod]
+    assert any(e.backup and e.drain == keys.DrainState.REQUESTED for e in events), "the drain and the backup overlapped"
+    assert [e for e in events if e.backup and (e.drain in LATE_DRAIN or e.deleting)] == []
+    blocked = [e for e in _events(watched, "DrainBlocked")
+               if e["involvedObject"].get("name") == pod and keys.DRAIN_BLOCKED_BACKUP in e["message"]]
+    assert blocked, "the agent said why the drain waited"
+    assert _events(watched, "BackupFailed") == []
+
+
+def test_a_new_replica_restores_from_the_newest_backup_and_holds_the_rows_written_before_it(watched: Watched) -> None:
+    stack = watched.stack
+    acked_before = list(watched.load.acked)
+    previous = (_status_backup(watched).get("last") or {}).get("startedAt", "")
+    _request_backup(watched, "differential")
+    last = wait_for(lambda: _finished(watched, "request", previous), 240, "the requested backup to finish",
+                    interval=1)
+    assert not last.get("error"), last
+    newest = backup_health.newest_complete(_listed(watched))
     assert newest is not None and newest[0].backup_id == last["backupId"], "it is the newest"
 
-    # Restore check: a replica added now starts on an empty volume and restores the newest backup.
+    # A replica added now starts on an empty volume and restores the newest backup.
     before = set(uids(stack))
     generation = scale(stack, 3)
     converge(stack, generation, replicas=3)
