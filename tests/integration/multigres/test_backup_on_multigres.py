@@ -104,18 +104,19 @@ def test_a_scheduled_backup_runs_on_a_standby_is_listed_and_backup_health_follow
     # The bootstrap backup ages past healthThreshold (90s): BackupHealthy turns False first.
     wait_for(lambda: _healthy(watched) == "False", 300, "BackupHealthy=False (the bootstrap backup is stale)",
              interval=1)
-    handled = (_status_backup(watched).get("schedule") or {}).get("differential")
+    handled = (_status_backup(watched).get("schedule") or {}).get("full")
     assert handled, "the agent recorded the schedule when it first saw it, without running it"
-    _schedule(watched, EVERY_MINUTE)
+    # Full: v0.1.0 keeps one differential (repo1-retention-diff=1), so the next minute's would expire it.
+    _schedule(watched, differential=NEVER, full=EVERY_MINUTE)
     last = wait_for(lambda: _finished(watched, "schedule"), 240, "a scheduled backup to finish", interval=1)
     note("scheduled backup", last)
     assert not last.get("error"), last
-    assert last["type"] == "differential" and not last["forcePrimary"]
+    assert last["type"] == "full" and not last["forcePrimary"]
     assert last["pod"] in {m.pod for m in watched.stack.members(SHARD) if not m.primary}, "taken on a standby"
     listed = next((b for b in _listed(watched) if b.backup_id == last["backupId"]), None)
     assert listed is not None and listed.complete and listed.job_id == last["jobId"], listed
     assert last.get("sizeBytes", 0) > 0
-    assert _status_backup(watched)["schedule"]["differential"] > handled
+    assert _status_backup(watched)["schedule"]["full"] > handled
     wait_for(lambda: _healthy(watched) == "True", 120, "BackupHealthy=True after the scheduled backup", interval=1)
     assert any(last["pod"] in e["message"] for e in _events(watched, "BackupCompleted"))
 
@@ -128,7 +129,7 @@ def test_a_scale_down_requested_while_a_backup_runs_never_drains_the_pod_taking_
                        interval=0.2)
     generation = scale(stack, 2)
     converge(stack, generation, replicas=2)
-    _schedule(watched, NEVER)
+    _schedule(watched, differential=NEVER)
     wait_for(lambda: not _state(watched).get("running"), 300, "the last scheduled backup to end", interval=1)
     events = list(watched.timeline.events)
     gone = [uid for uid in before if uid not in {facts.uid(p) for p in stack.pods()}]
