@@ -263,11 +263,12 @@ class BackupRunner:
 
 
 def _replicating(plane: DataPlane, pooler: Pooler) -> bool:
-    """Eligible and its WAL receiver running (v0.1.0); era A publishes neither: trust the REPLICA record."""
+    """Eligible, its WAL receiver running and told who the primary is (v0.1.0's Backup on a standby
+    refuses without that); era A publishes none of it: trust the REPLICA record."""
     if not plane.supports_eligibility:
         return True
     try:
         state = plane.standby_state(pooler)
     except DataPlaneError:
         return False
-    return state.replicating and state.eligibility is not Eligibility.INELIGIBLE
+    return state.replicating and state.knows_primary and state.eligibility is not Eligibility.INELIGIBLE

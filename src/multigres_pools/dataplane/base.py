@@ -142,6 +142,9 @@ class StandbyState:
     eligibility: Eligibility
     replicating: bool  # primary_conninfo set and the WAL receiver not stopped by hand
     is_leader: bool
+    # The pooler itself was told who its primary is (v0.1.0 keeps it in memory only, so not right
+    # after a multipooler restart); a standby's Backup needs it to reach the primary.
+    knows_primary: bool = True
 
 
 @dataclass(frozen=True)

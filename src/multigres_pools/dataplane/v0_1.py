@@ -304,6 +304,8 @@ class V0_1(EtcdTopologyPlane):
             eligibility=_ELIGIBILITY.get(signal, Eligibility.UNKNOWN),
             replicating=bool(repl.primary_conn_info.host) and not repl.is_wal_replay_paused,
             is_leader=is_leader(response.consensus_status),
+            knows_primary=bool(response.consensus_status.replication_primary.primary.host
+                               and response.consensus_status.replication_primary.primary.postgres_port),
         )
 
     def make_ineligible(self, pooler: Pooler) -> None:
