@@ -205,15 +205,19 @@ def test_a_new_replica_restores_from_the_newest_backup_and_holds_the_rows_writte
     newest = backup_health.newest_complete(_listed(watched))
     assert newest is not None and newest[0].backup_id == last["backupId"], "it is the newest"
 
-    # A replica added now starts on an empty volume and restores the newest backup.
+    # Scale to 4: index 0 comes back on its retained volume (no restore: its data is there), index 3
+    # is new, starts on an empty volume and restores the newest backup.
     before = set(uids(stack))
-    generation = scale(stack, 3)
-    converge(stack, generation, replicas=3)
-    new = next(facts.name(p) for p in stack.pods() if facts.uid(p) not in before)
+    generation = scale(stack, 4)
+    converge(stack, generation, replicas=4)
     assert stack.kubelet is not None
-    log = stack.kubelet.logs(stack.namespace, new, "multipooler")
-    restoring = [line for line in log.splitlines() if "restoring from backup" in line]
-    assert restoring and last["backupId"] in restoring[0], restoring or log[-3000:]
+    logs = {facts.name(p): stack.kubelet.logs(stack.namespace, facts.name(p), "multipooler")
+            for p in stack.pods() if facts.uid(p) not in before}
+    fresh = {name: log for name, log in logs.items() if "directory not initialized but backups available" in log}
+    assert fresh, {name: log[-2000:] for name, log in logs.items()}
+    new, log = next(iter(fresh.items()))
+    restoring = [line for line in log.splitlines() if "MonitorPostgres: restoring from backup" in line]
+    assert restoring and last["backupId"] in restoring[0], restoring
     assert any("successfully restored from backup" in line and last["backupId"] in line for line in log.splitlines())
     member = next(m for m in stack.members(SHARD) if m.pod == new)
     password = stack.password(SHARD)
