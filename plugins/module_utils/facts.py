@@ -113,6 +113,8 @@ class PodFacts:
     crashlooping: bool
     # A drain-state value that is no DrainState: reported, and the pod is left alone (no drain).
     drain_unknown: str | None = None
+    # Carries the agent's backup mark (keys.ANN_BACKUP_RUNNING): its drain would wait for the backup.
+    backing_up: bool = False
 
     @classmethod
     def of(cls, obj: Manifest, index: int) -> PodFacts:
@@ -135,6 +137,7 @@ class PodFacts:
             has_finalizer=keys.FINALIZER_POD in finalizers(obj),
             crashlooping=crashlooping(obj),
             drain_unknown=drain.unknown,
+            backing_up=bool(ann.get(keys.ANN_BACKUP_RUNNING)),
         )
 
     @property

@@ -106,6 +106,17 @@ ANN_SWITCHOVER = "pools.multigres.com/switchover"
 # On the MultigresShard: agent's backup verdict (JSON) and topology-cleanup handshake on delete.
 ANN_BACKUP_HEALTH = "pools.multigres.com/backup-health"
 ANN_TOPOLOGY_CLEANUP = "pools.multigres.com/topology-cleanup"
+# Backups run by the agent (agent/backup_schedule.py, docs/operations.md "Backups"). On the pod that
+# takes a base backup, written before the Backup RPC and removed after it (JSON: jobId, type,
+# startedAt, holder): a drain of that pod waits while it is there, and the planner avoids the pod.
+ANN_BACKUP_RUNNING = "pools.multigres.com/backup-running"
+# On the MultigresShard, set by a human: one of BackupType; the agent removes it when it starts that backup.
+ANN_BACKUP_REQUEST = "pools.multigres.com/backup-request"
+# On the MultigresShard, written by the agent (JSON): the schedule times handled, the running and the
+# last backup, and what a due backup waits for; the engine copies it to status.backup.
+ANN_BACKUP_STATE = "pools.multigres.com/backup-state"
+# The drain blocked-reason while the pod takes a backup.
+DRAIN_BLOCKED_BACKUP = "backup-in-progress"
 ANN_TOPOLOGY_CLEANUP_REQUESTED_AT = "pools.multigres.com/topology-cleanup-requested-at"
 
 # On the MultigresShard, set by a human: "true" stops every write the engine would make to the
@@ -208,6 +219,14 @@ class DrainReason(StrEnum):
     FILESYSTEM_RESIZE = "filesystem-resize"
     DRAINED_DISCARD = "drained-discard"
     DECOMMISSION = "decommission"  # spec.pools.<pool>.decommission names the pod
+
+
+class BackupType(StrEnum):
+    """Base backup types of the Multigres Backup RPC (pgBackRest full, diff, incr)."""
+
+    FULL = "full"
+    DIFFERENTIAL = "differential"
+    INCREMENTAL = "incremental"
 
 
 class Role(StrEnum):

@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
-from . import inputs, keys, naming, quantity, topology_address
+from . import cron, inputs, keys, naming, quantity, topology_address
 from .model_security import (
     LabelKey,
     LabelValue,
@@ -50,7 +50,14 @@ def _quantity(text: str) -> str:
 
 
 Quantity = Annotated[str, StringConstraints(pattern=quantity.PATTERN, max_length=64), AfterValidator(_quantity)]
-Cron = Annotated[str, StringConstraints(pattern=r"^(\S+\s+){4}\S+$", max_length=128)]
+def _cron(text: str) -> str:
+    why = cron.problem(text)
+    if why is not None:
+        raise ValueError(why)
+    return text
+
+
+Cron = Annotated[str, StringConstraints(pattern=r"^(\S+\s+){4}\S+$", max_length=128), AfterValidator(_cron)]
 Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(\.[0-9]+)?(h|m|s))+$", max_length=32)]
 GucName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.]*$", max_length=128)]
 # A Go time.Duration as Multigres flags take it, limited to the units people write: 500ms, 2s, 1m30s.
@@ -468,8 +475,9 @@ class PgBackRestTLS(SpecModel):
 
 
 class BackupSchedules(SpecModel):
-    full: Cron = Field("0 1 * * 0", description="Cron schedule of full base backups (UTC).")
-    differential: Cron = Field("0 1 * * 1-6", description="Cron schedule of differential backups (UTC).")
+    full: Cron = Field("0 1 * * 0", description="Cron schedule (five fields, UTC) of full base backups.")
+    differential: Cron = Field(
+        "0 1 * * 1-6", description="Cron schedule (five fields, UTC) of differential base backups.")
 
 
 class Backup(SpecModel):
@@ -484,8 +492,9 @@ class Backup(SpecModel):
         {}, validate_default=True, alias="pgbackrestTLS", description="pgBackRest TLS material.",
     )
     schedules: BackupSchedules = Field(
-        {}, validate_default=True, description="Scheduled base backups, run by the agent.",
-    )
+        {}, validate_default=True,
+        description="Scheduled base backups, run by the agent on a standby; on demand: annotation "
+                    f"{keys.ANN_BACKUP_REQUEST} (docs/operations.md, \"Backups\").")
     health_threshold: Duration = Field(
         "25h", description="BackupHealthy turns False when the newest complete backup is older than this.",
     )
@@ -789,6 +798,37 @@ class PgBackRestTLSStatus(BaseModel):
         description="When promotion happens even if caPromotionWaitsFor still lists pods.")
 
 
+class BackupRun(BaseModel):
+    """One base backup the agent started (docs/operations.md, "Backups")."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    type: str = Field(description="full, differential or incremental.")
+    trigger: Literal["schedule", "request"] = Field(
+        description=f"schedule: spec.backup.schedules; request: annotation {keys.ANN_BACKUP_REQUEST}.")
+    pod: str = Field(description="The pod whose multipooler took it.")
+    force_primary: bool = Field(
+        False, alias="forcePrimary", description="Taken on the primary because no standby qualified.")
+    job_id: str = Field(alias="jobId", description="The job id given to the Backup RPC (a pgBackRest annotation).")
+    started_at: str = Field(alias="startedAt", description="When the agent called Backup (RFC 3339).")
+    finished_at: str | None = Field(None, alias="finishedAt", description="When Backup returned (RFC 3339).")
+    backup_id: str | None = Field(None, alias="backupId", description="pgBackRest's label of the backup.")
+    size_bytes: int | None = Field(None, alias="sizeBytes", description="Size GetBackups reports for it.")
+    error: str | None = Field(None, description="Why it failed; absent when it succeeded or still runs.")
+
+
+class BackupStatus(BaseModel):
+    """The agent's backup bookkeeping (its annotation on the shard, copied here by the engine)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    schedule: dict[str, str] = Field(
+        {}, description="Per schedule (full, differential): the latest due time already handled (RFC 3339).")
+    running: BackupRun | None = Field(None, description="The backup in progress, if any.")
+    last: BackupRun | None = Field(None, description="The backup that finished last, successful or not.")
+    waiting: str | None = Field(None, description="Why a due or requested backup has not started yet.")
+
+
 class MultigresShardStatus(BaseModel):
     """What the engine and the agent report; unknown fields are kept so either can grow it."""
 
@@ -818,6 +858,8 @@ class MultigresShardStatus(BaseModel):
         None, alias="lastBackupTime", description="When the newest complete backup finished (agent's check).")
     last_backup_type: str | None = Field(
         None, alias="lastBackupType", description="pgBackRest type of that backup (full, diff or incr).")
+    backup: BackupStatus | None = Field(
+        None, description="Scheduled and requested base backups run by the agent (docs/operations.md, \"Backups\").")
     pgbackrest_tls: PgBackRestTLSStatus | None = Field(
         None, alias="pgbackrestTLS",
         description="pgbackrestTLS.mode auto: the generated certificate and CA, when they expire and when the "

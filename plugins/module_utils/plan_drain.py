@@ -14,11 +14,15 @@ from .plan_context import Context, PoolView
 
 PRIMARY_PENALTY = -1000  # seed 000 "Pod Selection for Scale-Down": strongly disfavour the primary
 NOT_READY_BONUS = 500  # contract §3.4: a not-ready pod beats any index
+# A pod taking a base backup: its drain would wait for the backup (agent), so another standby goes
+# first; still preferred to the primary, and a not-ready one still goes first.
+BACKUP_PENALTY = -250
 
 
 def score(pod: PodFacts) -> int:
     """Seed 000 / contract §3.4 `selectPodToDrain`: the highest score is drained first."""
-    return pod.index + (PRIMARY_PENALTY if pod.is_primary else 0) + (0 if pod.ready else NOT_READY_BONUS)
+    return (pod.index + (PRIMARY_PENALTY if pod.is_primary else 0) + (0 if pod.ready else NOT_READY_BONUS)
+            + (BACKUP_PENALTY if pod.backing_up else 0))
 
 
 def pick_victim(candidates: list[PodFacts]) -> tuple[PodFacts, str]:
@@ -28,6 +32,8 @@ def pick_victim(candidates: list[PodFacts]) -> tuple[PodFacts, str]:
         why = "primary, no other candidate"
     elif not victim.ready:
         why = "not ready, not primary"
+    elif victim.backing_up:
+        why = "taking a backup, but no other standby is a candidate"
     else:
         why = "highest index, not primary"
     return victim, why

@@ -80,6 +80,16 @@ def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
     return cond, extra
 
 
+def _backup_state(cr: Manifest | None) -> Manifest:
+    """status.backup: the agent's bookkeeping (JSON in an annotation on the CR), when it is readable."""
+    raw = facts.annotations(cr).get(keys.ANN_BACKUP_STATE) if cr else None
+    try:
+        state = json.loads(raw) if raw else None
+    except ValueError:
+        return {}
+    return {"backup": state} if isinstance(state, dict) else {}
+
+
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
 
 
@@ -179,6 +189,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
                      if facts.labels(p).get(keys.LABEL_ROLE)},
         "conditions": conditions,
         **backup_fields,
+        **_backup_state(observed.cr),
     }
     tls = _tls_status(desired, observed)
     if tls:

@@ -17,6 +17,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import keys, label
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
 from . import backup_health, podinfo, roles, topology, topology_health, trust
+from .backup_runner import BackupRunner
 from .context import Context, NotLeader, Obj, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
 from .kube import Conflict, KubeUnavailable
@@ -41,6 +42,13 @@ class Agent:
         self._untrusted: set[tuple[str, str, str | None]] = set()
         self.passes = 0
         self.last_error: str = ""
+        self.backups = BackupRunner(ctx, self._backup_done)
+
+    def _backup_done(self, namespace: str, shard_name: str) -> None:
+        """A backup ended: check backup health at the next pass of the shard instead of in minutes."""
+        with self._guard:
+            if (namespace, shard_name) in self._crs:
+                self._crs[(namespace, shard_name)] = float("-inf")
 
     def is_leader(self) -> bool:
         """Whether this agent holds its Lease (always, standalone): every entry point asks first,
@@ -276,6 +284,7 @@ class Agent:
         roles.publish_roles(ctx, view)
         roles.prune(ctx, view)
         self._maybe_register(view)
+        self.backups.step(view)
 
     def _maybe_register(self, view: ShardView) -> None:
         ctx = self.ctx

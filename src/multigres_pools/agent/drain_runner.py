@@ -282,6 +282,11 @@ def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:
     state = podinfo.drain_state(pod)
     if state is None:
         return state
+    if state is not DrainState.READY_FOR_DELETION and podinfo.annotations(pod).get(keys.ANN_BACKUP_RUNNING):
+        # Deleting it would kill the backup: the drain goes on once the mark is gone (backup_runner.py).
+        _block(ctx, view, pod, state, keys.DRAIN_BLOCKED_BACKUP,
+               f"the pod is taking a base backup ({keys.ANN_BACKUP_RUNNING}); the drain goes on when it ends")
+        return state
     if state is DrainState.READY_FOR_DELETION:
         # Only v0.1.0 looks again (drain.decide: a standby back before the engine deleted the pod);
         # a finished drain is never blocked, so an unreadable topology just leaves it as it is.

@@ -142,6 +142,9 @@ class StandbyState:
     eligibility: Eligibility
     replicating: bool  # primary_conninfo set and the WAL receiver not stopped by hand
     is_leader: bool
+    # The pooler itself was told who its primary is (v0.1.0 keeps it in memory only, so not right
+    # after a multipooler restart); a standby's Backup needs it to reach the primary.
+    knows_primary: bool = True
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,8 @@ class Backup:
     backup_id: str
     complete: bool
     type: str
+    job_id: str = ""
+    size_bytes: int = 0
 
 
 class BackupLocationKind(StrEnum):
@@ -277,8 +282,10 @@ class DataPlane(abc.ABC):
         """Backups in the order the pooler returns them (era A: oldest first, `limit` keeps the oldest)."""
 
     @abc.abstractmethod
-    def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False) -> str:
-        """Start a backup on `pooler`; returns the backup id."""
+    def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False,
+                    timeout_s: float | None = None) -> str:
+        """Take a backup on `pooler` (the RPC returns when pgBackRest is done); returns the backup id.
+        `timeout_s` replaces the adapter's RPC timeout (a base backup takes longer than a status call)."""
 
     def standby_state(self, pooler: Pooler) -> StandbyState:
         """The pooler's own eligibility and replication state (only with supports_eligibility)."""

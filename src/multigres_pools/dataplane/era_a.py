@@ -98,10 +98,10 @@ class EraA(EtcdTopologyPlane):
         return v0_1_record_of(raw, topo)
 
     # --- gRPC --------------------------------------------------------------------------------------
-    def _rpc(self, pooler: Pooler, method: str, request: Any) -> Any:
+    def _rpc(self, pooler: Pooler, method: str, request: Any, timeout_s: float | None = None) -> Any:
         try:
             stub = mps.MultiPoolerManagerStub(self._channel(pooler))
-            return getattr(stub, method)(request, timeout=self._rpc_timeout)
+            return getattr(stub, method)(request, timeout=timeout_s or self._rpc_timeout)
         except grpc.RpcError as exc:
             raise classify_rpc_error(exc) from exc
 
@@ -125,10 +125,12 @@ class EraA(EtcdTopologyPlane):
     def get_backups(self, primary: Pooler, limit: int) -> list[Backup]:
         response = self._rpc(primary, "GetBackups", mpd.GetBackupsRequest(limit=limit))
         return [
-            Backup(b.backup_id, b.status == mpd.BackupMetadata.COMPLETE, b.type) for b in response.backups
+            Backup(b.backup_id, b.status == mpd.BackupMetadata.COMPLETE, b.type, b.job_id, b.backup_size_bytes)
+            for b in response.backups
         ]
 
-    def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False) -> str:
+    def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False,
+                    timeout_s: float | None = None) -> str:
         request = mpd.BackupRequest(type=backup_type, job_id=job_id, force_primary=force_primary)
-        response: mpd.BackupResponse = self._rpc(pooler, "Backup", request)
+        response: mpd.BackupResponse = self._rpc(pooler, "Backup", request, timeout_s)
         return response.backup_id

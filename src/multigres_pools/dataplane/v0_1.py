@@ -204,12 +204,13 @@ class V0_1(EtcdTopologyPlane):
 
     # --- gRPC --------------------------------------------------------------------------------------
     def _call(self, pooler: Pooler, path: str, request: Message, response_type: type[_Response],
-              primary: bool = True) -> _Response:
+              primary: bool = True, timeout_s: float | None = None) -> _Response:
         unreachable = RefusalReason.PRIMARY_UNREACHABLE if primary else RefusalReason.POOLER_UNREACHABLE
         method = self._channel(pooler, unreachable).unary_unary(
             path, request_serializer=type(request).SerializeToString, response_deserializer=response_type.FromString)
         try:
-            return cast(_Response, method(request, timeout=self._rpc_timeout))  # response_type.FromString made it
+            # response_type.FromString made it
+            return cast(_Response, method(request, timeout=timeout_s or self._rpc_timeout))
         except grpc.RpcError as exc:
             raise classify_rpc_error(exc, primary) from exc
 
@@ -306,6 +307,8 @@ class V0_1(EtcdTopologyPlane):
             eligibility=_ELIGIBILITY.get(signal, Eligibility.UNKNOWN),
             replicating=bool(repl.primary_conn_info.host) and not repl.is_wal_replay_paused,
             is_leader=is_leader(response.consensus_status),
+            knows_primary=bool(response.consensus_status.replication_primary.primary.host
+                               and response.consensus_status.replication_primary.primary.postgres_port),
         )
 
     def make_ineligible(self, pooler: Pooler) -> None:
@@ -325,8 +328,11 @@ class V0_1(EtcdTopologyPlane):
     def get_backups(self, primary: Pooler, limit: int) -> list[Backup]:
         response = self._call(primary, MANAGER + "GetBackups", backup_pb.GetBackupsRequest(limit=limit),
                               backup_pb.GetBackupsResponse)
-        return [Backup(b.backup_id, b.status == backup_pb.BackupMetadata.COMPLETE, b.type) for b in response.backups]
+        return [Backup(b.backup_id, b.status == backup_pb.BackupMetadata.COMPLETE, b.type, b.job_id,
+                       b.backup_size_bytes) for b in response.backups]
 
-    def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False) -> str:
+    def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False,
+                    timeout_s: float | None = None) -> str:
         request = backup_pb.BackupRequest(type=backup_type, job_id=job_id, force_primary=force_primary)
-        return self._call(pooler, MANAGER + "Backup", request, backup_pb.BackupResponse).backup_id
+        return self._call(pooler, MANAGER + "Backup", request, backup_pb.BackupResponse,
+                          timeout_s=timeout_s).backup_id

@@ -305,6 +305,7 @@ class PodEvent:
     ready: bool
     deleting: bool
     images: tuple[str, ...]
+    backup: str | None = None  # the agent's backup mark (keys.ANN_BACKUP_RUNNING)
 
 
 def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
@@ -314,7 +315,8 @@ def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
                     role=(meta.get("labels") or {}).get(keys.LABEL_ROLE), ready=is_ready(pod),
                     deleting=bool(meta.get("deletionTimestamp")),
                     images=tuple(c.get("image", "") for key in ("initContainers", "containers")
-                                 for c in (pod.get("spec") or {}).get(key) or []))
+                                 for c in (pod.get("spec") or {}).get(key) or []),
+                    backup=(meta.get("annotations") or {}).get(keys.ANN_BACKUP_RUNNING))
 
 
 class PodTimeline(threading.Thread):

@@ -53,6 +53,19 @@ def test_scale_down_prefers_a_not_ready_pod_over_the_highest_index():
     assert "not ready, not primary" in result.actions[0].reason
 
 
+def test_scale_down_skips_a_standby_taking_a_backup_unless_it_is_the_only_one():
+    dp = desired_pool(replicas=2)
+    pods, pvcs = healthy(dp, 3)
+    pods[2]["metadata"]["annotations"][keys.ANN_BACKUP_RUNNING] = '{"jobId": "j"}'
+    assert drains(plan(desired(dp), observed(pods, pvcs), NOW)) == {_name(pods[1]): "scale-down"}
+    dp = desired_pool(replicas=1)
+    pods, pvcs = healthy(dp, 2)
+    pods[1]["metadata"]["annotations"][keys.ANN_BACKUP_RUNNING] = '{"jobId": "j"}'
+    result = plan(desired(dp), observed(pods, pvcs), NOW)
+    assert drains(result) == {_name(pods[1]): "scale-down"}  # never the primary instead
+    assert "taking a backup" in result.actions[0].reason
+
+
 def test_health_gate_blocks_a_drain_while_a_remaining_pod_is_not_ready():
     dp = desired_pool(replicas=3)
     pods, pvcs = healthy(dp, 5)

@@ -9,6 +9,7 @@ import stat
 import sys
 
 from ansible_collections.multigres.pools.plugins.module_utils import compare, keys, kube, status
+from ansible_collections.multigres.pools.plugins.module_utils.model import MultigresShardStatus
 
 from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, observed, plan, shard_cr
 
@@ -69,6 +70,23 @@ def test_backup_health_comes_from_the_agent_annotation():
     backup = _conditions(st)["BackupHealthy"]
     assert (backup["status"], backup["reason"], backup["message"]) == ("False", "BackupStale", verdict["message"])
     assert st["lastBackupTime"] == "2026-04-22T01:00:00Z" and st["lastBackupType"] == "full"
+
+
+def test_status_backup_comes_from_the_agents_backup_state_annotation():
+    dp = desired_pool()
+    pods, pvcs = healthy(dp)
+    state = {"schedule": {"full": "2026-04-26T01:00:00Z", "differential": "2026-05-01T01:00:00Z"},
+             "last": {"type": "differential", "trigger": "schedule", "pod": "p-1", "forcePrimary": False,
+                      "jobId": "demo-differential-20260501T010001Z", "startedAt": "2026-05-01T01:00:01Z",
+                      "finishedAt": "2026-05-01T01:00:09Z", "backupId": "20260426-010002F_20260501-010002D",
+                      "sizeBytes": 1024},
+             "waiting": "full backup waits: pod p-2 is draining"}
+    obs = observed(pods, pvcs, cr=shard_cr(annotations={keys.ANN_BACKUP_STATE: json.dumps(state)}))
+    st = status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp=STAMP)
+    assert st["backup"] == state
+    MultigresShardStatus.model_validate(st)
+    unreadable = observed(pods, pvcs, cr=shard_cr(annotations={keys.ANN_BACKUP_STATE: "{"}))
+    assert "backup" not in status.compute(desired(dp), unreadable, plan(desired(dp), unreadable, NOW), stamp=STAMP)
 
 
 def test_compare_ignores_server_added_fields_and_normalises_quantities_and_secrets():

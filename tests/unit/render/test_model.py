@@ -177,3 +177,17 @@ def test_quantity_values():
     assert quantity.parse("1e3") == Decimal(1000)
     assert quantity.parse("1.5G") == Decimal(1_500_000_000)
     assert quantity.try_parse("1 Gi") is None
+
+
+@pytest.mark.parametrize(("field", "text", "problem"), [
+    ("full", "61 * * * *", "Bad minute"), ("differential", "0 1 * * 8", "Bad day-of-week"),
+    ("differential", "0 1 31 2 *", "Bad day-of-month"),
+])
+def test_a_bad_backup_schedule_is_refused_naming_its_field(field, text, problem):
+    errors = _errors(corpus.spec({"backup": {"schedules": {field: text}}}))
+    assert any(e.startswith(f"spec.backup.schedules.{field}:") and problem in e for e in errors), errors
+
+
+def test_a_backup_schedule_cronsim_accepts_is_kept():
+    spec = model.load_spec(corpus.spec({"backup": {"schedules": {"full": "*/15 2 * * 1-5"}}}))
+    assert spec.backup.schedules.full == "*/15 2 * * 1-5"
