@@ -18,6 +18,9 @@ Manifest = dict[str, Any]
 # pods (kubelet, image pulls, restores) is slower, 5 s.
 REQUEUE_DRAIN = 2.0
 REQUEUE_PODS = 5.0
+# Waiting for a maintenance window requeues at its opening, but at least once an hour: a timer of days
+# is only as good as the process holding it, and an hourly look costs nothing (no change, no request).
+MAX_WINDOW_REQUEUE = 3600.0
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class Context:
         if opens is None:
             return None
         return (f"{what} waits for the maintenance window opening at {facts.format_time(opens)}",
-                max(1.0, (opens - self.now).total_seconds()))
+                min(MAX_WINDOW_REQUEUE, max(1.0, (opens - self.now).total_seconds())))
 
     @property
     def owner(self) -> Manifest | None:

@@ -147,6 +147,8 @@ def run_fence(ctx: Context, view: ShardView, pod: Obj, listed: set[str]) -> bool
             view.dataplane.make_ineligible(own)
         except DataPlaneError as exc:
             d = Decision(Step.REPORT, False, Reason.PENDING, f"StopReplication failed ({exc.message}); retried")
+        else:
+            _leave_cohort(ctx, view, pod)
         acted = True
     elif d.step is Step.UNFENCE:
         own = view.own(pod)
@@ -164,6 +166,22 @@ def run_fence(ctx: Context, view: ShardView, pod: Obj, listed: set[str]) -> bool
                 acted = True
     _report(ctx, view, pod, d)
     return acted
+
+
+def _leave_cohort(ctx: Context, view: ShardView, pod: Obj) -> None:
+    """The INELIGIBLE standby's REMOVE, sent at once rather than left to multiorch: multiorch's
+    ReplicaNotReplicating runs before its cohort check and, while the rule has not moved, restarts the
+    standby's PostgreSQL (RewindToSource) first, measured at 13 s. With the rule advanced its
+    SetTermPrimary is refused ("replication manually stopped") and nothing restarts. Multiorch cannot
+    race us back in: it never adds an INELIGIBLE pooler. A refusal (durability) leaves it to multiorch."""
+    primary, own_id = view.primary_other_than(pod), view.own_id(pod)
+    if primary is None or own_id is None or view.dataplane is None:
+        return
+    ctx.effect("remove-standby")
+    try:
+        view.dataplane.remove_standby(primary, own_id)
+    except DataPlaneError as exc:
+        ctx.log.info("fence: REMOVE left to multiorch", extra={"pod": podinfo.name(pod), "detail": exc.message})
 
 
 def _report(ctx: Context, view: ShardView, pod: Obj, d: Decision) -> None:

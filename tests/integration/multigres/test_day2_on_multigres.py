@@ -86,7 +86,7 @@ def _annotate(watched: Watched, value: str | None) -> None:
     kube = watched.stack.kube()
     try:
         kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, watched.stack.namespace, SHARD,
-                         {"metadata": {"annotations": {keys.ANN_PAUSED: value}}})
+                         {"metadata": {"annotations": {keys.ANN_PAUSED: value}}}, field_manager="test")
     finally:
         kube.close()
 
