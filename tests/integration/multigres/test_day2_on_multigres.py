@@ -7,7 +7,7 @@ shard as the next expects it):
    after its multipooler restarts, and writes keep being acknowledged; unfence: it is back in the set;
 2. decommission a chosen standby: exactly that pod is drained and replaced (at a new index);
 3. maintenance window closed: a scale-down waits and the condition says until when; open: it runs;
-4. pause: a scale-up is withheld while status keeps being written; unpause: it proceeds.
+4. pause: a spec change is withheld while status keeps being written; unpause: it proceeds.
 No acknowledged write is lost at any step."""
 
 from __future__ import annotations
@@ -188,12 +188,17 @@ def test_scale_down_waits_for_the_maintenance_window(watched: Watched) -> None:
     stack = watched.stack
     now = dt.datetime.now(dt.UTC)
     # Closed: a window two days from now; open: one that started this hour today.
-    closed = {"days": [maintenance.WEEKDAYS[(now.weekday() + 2) % 7]], "start": "00:00", "duration": "1h"}
-    opens = maintenance.next_opening((maintenance.window(closed["days"], "00:00", dt.timedelta(hours=1)),), now)
+    day = maintenance.WEEKDAYS[(now.weekday() + 2) % 7]
+    closed = {"days": [day], "start": "00:00", "duration": "1h"}
+    opens = maintenance.next_opening((maintenance.window([day], "00:00", dt.timedelta(hours=1)),), now)
     assert opens is not None
     before = uids(stack)
-    apply(stack, lambda spec: (spec.update(maintenanceWindows=[closed]),
-                               spec["pools"][POOL].update(replicasPerCell=2)))
+
+    def closed_and_scaled_down(spec: dict[str, Any]) -> None:
+        spec.update(maintenanceWindows=[closed])
+        spec["pools"][POOL].update(replicasPerCell=2)
+
+    apply(stack, closed_and_scaled_down)
     wait_for(lambda: _condition(watched, "WaitingForMaintenanceWindow").get("status") == "True", 120,
              "WaitingForMaintenanceWindow=True", interval=1)
     message = _condition(watched, "WaitingForMaintenanceWindow")["message"]
@@ -210,20 +215,36 @@ def test_scale_down_waits_for_the_maintenance_window(watched: Watched) -> None:
     assert_nothing_lost(watched)
 
 
-def test_pause_withholds_a_scale_up_until_lifted(watched: Watched) -> None:
+def _orch_annotation(watched: Watched, key: str) -> list[str | None]:
+    """The annotation on the pod template of every MultiOrch Deployment."""
+    kube = watched.stack.kube()
+    try:
+        found = kube.list("apps/v1", "Deployment", watched.stack.namespace,
+                          f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_MULTIORCH}")
+    finally:
+        kube.close()
+    assert found
+    return [((d["spec"]["template"].get("metadata") or {}).get("annotations") or {}).get(key) for d in found]
+
+
+def test_pause_withholds_a_spec_change_until_lifted(watched: Watched) -> None:
+    """A MultiOrch pod annotation added in the spec: the cheapest write to watch being held back."""
     stack = watched.stack
     before = uids(stack)
+    key, value = "example.com/day2", "after-the-pause"
     _annotate(watched, keys.PAUSED_TRUE)
     wait_for(lambda: _condition(watched, "Paused").get("status") == "True", 120, "Paused=True", interval=1)
-    generation = apply(stack, lambda spec: spec["pools"][POOL].update(replicasPerCell=3))
-    # Status keeps being written: the withheld pod creation is listed, the generation observed.
-    wait_for(lambda: "apply Pod" in _condition(watched, "Paused").get("message", "")
+    generation = apply(stack, lambda spec: spec.setdefault("multiorch", {}).update(podAnnotations={key: value}))
+    # Status keeps being written: the withheld write is listed, the new generation observed.
+    wait_for(lambda: "apply Deployment" in _condition(watched, "Paused").get("message", "")
              and (_shard(watched).get("status") or {}).get("observedGeneration") == generation, 120,
-             "the paused pass to report the withheld pod", interval=1)
-    time.sleep(5)
-    assert uids(stack) == before, "nothing is created while paused"
+             "the paused pass to report the withheld Deployment", interval=1)
+    time.sleep(3)  # more passes may come; none writes
+    assert set(_orch_annotation(watched, key)) == {None}, "nothing is written while paused"
 
     _annotate(watched, None)
-    converge(stack, generation, replicas=3, timeout=600)
-    assert _condition(watched, "Paused").get("status") == "False"
+    wait_for(lambda: set(_orch_annotation(watched, key)) == {value}, 120,
+             "the MultiOrch Deployment updated once the pause is lifted", interval=1)
+    wait_for(lambda: _condition(watched, "Paused").get("status") == "False", 60, "Paused=False", interval=1)
+    assert uids(stack) == before, "no pool pod touched"
     assert_nothing_lost(watched)

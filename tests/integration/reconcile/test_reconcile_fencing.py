@@ -19,7 +19,7 @@ def _pod(i: int) -> str:
     return naming.pod_name(SID, POOL, CELL, i)
 
 
-def _condition(rig, ctype: str) -> dict:  # type: ignore[no-untyped-def]
+def _condition(rig, ctype: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
     cr = rig.cr()
     assert cr is not None
     return next(c for c in cr["status"]["conditions"] if c["type"] == ctype)

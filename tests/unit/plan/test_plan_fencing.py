@@ -25,7 +25,7 @@ def _with_condition(pod, status_: str, reason: str, message: str = ""):  # type:
     return pod
 
 
-def test_a_fenced_pod_is_neither_drained_nor_replaced_for_being_fenced():
+def test_a_fenced_pod_is_neither_drained_nor_replaced_for_being_fenced() -> None:
     dp = _fenced(desired_pool(replicas=3), 1)
     pods, pvcs = healthy(dp)
     result = plan(desired(dp), observed(pods, pvcs), NOW)
@@ -33,7 +33,7 @@ def test_a_fenced_pod_is_neither_drained_nor_replaced_for_being_fenced():
     assert drains(result) == {}
 
 
-def test_scale_down_health_gate_does_not_count_a_fenced_pod():
+def test_scale_down_health_gate_does_not_count_a_fenced_pod() -> None:
     dp = _fenced(desired_pool(replicas=2), 1)
     pods, pvcs = healthy(dp, 3)
     result = plan(desired(dp), observed(pods, pvcs), NOW)
@@ -44,7 +44,7 @@ def test_scale_down_health_gate_does_not_count_a_fenced_pod():
                             NOW)).values()) == ["scale-down"]
 
 
-def test_decommission_waits_while_the_remaining_replicas_include_a_fenced_one():
+def test_decommission_waits_while_the_remaining_replicas_include_a_fenced_one() -> None:
     dp = desired_pool(replicas=3)
     dp = dataclasses.replace(dp, decommission=frozenset({_name(dp, 2)}), fenced=frozenset({_name(dp, 1)}))
     pods, pvcs = healthy(dp)
@@ -55,7 +55,7 @@ def test_decommission_waits_while_the_remaining_replicas_include_a_fenced_one():
     assert any("waits for its replacement: 2/3" in w for w in result.waiting)
 
 
-def test_shard_conditions_repeat_the_pod_conditions_and_name_unknown_pods():
+def test_shard_conditions_repeat_the_pod_conditions_and_name_unknown_pods() -> None:
     dp = _fenced(desired_pool(replicas=3), 1, 2)
     dp = dataclasses.replace(dp, fenced=dp.fenced | {"not-a-pod"})
     pods, _pvcs = healthy(dp)
@@ -70,7 +70,7 @@ def test_shard_conditions_repeat_the_pod_conditions_and_name_unknown_pods():
     assert "would fall below the policy" in refused["message"]
 
 
-def test_a_listed_pod_the_agent_has_not_reported_is_pending_not_refused():
+def test_a_listed_pod_the_agent_has_not_reported_is_pending_not_refused() -> None:
     dp = _fenced(desired_pool(replicas=3), 1)
     pods, _pvcs = healthy(dp)
     fenced, refused = fencing.conditions(desired(dp), pods)
@@ -78,7 +78,7 @@ def test_a_listed_pod_the_agent_has_not_reported_is_pending_not_refused():
     assert refused["status"] == "False" and refused["reason"] == "NoneRefused"
 
 
-def test_status_carries_both_conditions():
+def test_status_carries_both_conditions() -> None:
     dp = _fenced(desired_pool(replicas=3), 1)
     pods, pvcs = healthy(dp)
     _with_condition(pods[1], "True", "Fenced")
