@@ -104,8 +104,21 @@ def _eligibility(watched: Watched, pod: str) -> Eligibility | None:
         plane.close()
 
 
+class _Stages:
+    """Seconds per stage of a test, printed at the end (what a slow step costs)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self.seen: dict[str, float] = {}
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.seen[name], self.last = round(now - self.last, 1), now
+
+
 def test_fence_refusals_fence_refence_after_restart_unfence(watched: Watched) -> None:
     stack = watched.stack
+    stage = _Stages()
     primary = stack.primary()
     assert primary is not None
     first, second = _standbys(watched)
@@ -118,6 +131,7 @@ def test_fence_refusals_fence_refence_after_restart_unfence(watched: Watched) ->
              "FenceRefused=IsPrimary on the shard", interval=1)
     assert primary.pod in _condition(watched, "FenceRefused")["message"]
     assert stack.primary() is not None and stack.primary().pod == primary.pod  # type: ignore[union-attr]
+    stage("primary refused")
 
     # A standby: out of the synchronous set as the primary sees it, the pod kept, writes acknowledged.
     _set_list(watched, "fenced", [first])
@@ -126,13 +140,16 @@ def test_fence_refusals_fence_refence_after_restart_unfence(watched: Watched) ->
              f"{apps[first]} to leave synchronous_standby_names", interval=0.5)
     note("fence: seconds from the spec change to leaving synchronous_standby_names",
          round(time.monotonic() - started, 1))
+    stage("out of the synchronous set")
     wait_for(lambda: facts.condition_true(_pod(watched, first), keys.POD_CONDITION_FENCED), 120,
              f"pod condition Fenced=True on {first}", interval=1)
     wait_for(lambda: _condition(watched, "Fenced").get("status") == "True", 120, "shard Fenced=True", interval=1)
+    stage("Fenced on the pod and the shard")
     assert first in _condition(watched, "Fenced")["message"]
     assert _condition(watched, "FenceRefused").get("status") == "False"
     assert listed(_sync_names(watched), apps[second])
-    assert_nothing_lost(watched)
+    assert_nothing_lost(watched, more=10)  # acknowledged while fenced (each ack waits for a standby)
+    stage("writes acknowledged while fenced")
 
     # A second standby would leave the primary alone with AT_LEAST_2: refused, still synchronous.
     _set_list(watched, "fenced", [first, second])
@@ -141,6 +158,7 @@ def test_fence_refusals_fence_refence_after_restart_unfence(watched: Watched) ->
     assert second in _condition(watched, "FenceRefused")["message"]
     assert listed(_sync_names(watched), apps[second]) and not listed(_sync_names(watched), apps[first])
     _set_list(watched, "fenced", [first])
+    stage("second standby refused")
 
     # The fence lives in the pooler's memory: a restarted multipooler is fenced again by the agent.
     old_pids = set(stack.signal_pooler(first))
@@ -152,8 +170,10 @@ def test_fence_refusals_fence_refence_after_restart_unfence(watched: Watched) ->
     wait_for(lambda: not listed(_sync_names(watched), apps[first])
              and facts.condition_true(_pod(watched, first), keys.POD_CONDITION_FENCED), 120,
              f"{first} out of the synchronous set again", interval=1)
+    stage("fenced again after a multipooler restart")
     assert uids(stack) == before, "fencing never deletes or replaces a pod"
-    assert_nothing_lost(watched)
+    assert_nothing_lost(watched, more=10)
+    stage("writes acknowledged after the restart")
 
     # Unfence: back in the synchronous set, marker gone.
     _set_list(watched, "fenced", [])
@@ -162,7 +182,12 @@ def test_fence_refusals_fence_refence_after_restart_unfence(watched: Watched) ->
     wait_for(lambda: keys.ANN_FENCED not in facts.annotations(_pod(watched, first))
              and _condition(watched, "Fenced").get("status") == "False", 120, "the fence undone", interval=1)
     assert uids(stack) == before
+    stage("unfenced, back in the synchronous set")
     assert_nothing_lost(watched)
+    stage("writes acknowledged after unfencing")
+    note("fence test: seconds per stage", stage.seen)
+    note("fence test: longest stretch without an acknowledged write (s)",
+         round(watched.load.longest_outage().seconds, 2))
 
 
 def test_decommission_replaces_exactly_the_chosen_standby(watched: Watched) -> None:
