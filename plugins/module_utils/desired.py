@@ -48,6 +48,9 @@ class DesiredPool:
     pvc: Callable[[int], Manifest] = field(compare=False, repr=False)
     # spec.pools.<pool>.decommission: pod names to replace and drain (all cells of the pool).
     decommission: frozenset[str] = frozenset()
+    # spec.pools.<pool>.fenced: pod names the agent keeps out of the synchronous set (never counted
+    # as healthy replicas by the planner).
+    fenced: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

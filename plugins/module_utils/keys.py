@@ -101,6 +101,9 @@ ANN_DRAIN_FORCED = "drain.multigres.com/forced"
 # Written by the agent before it makes a standby refuse cohort membership (Multigres v0.1.0
 # StopReplication); if the drain is then cancelled, the agent undoes it and removes this.
 ANN_DRAIN_INELIGIBLE = "drain.multigres.com/made-ineligible"
+# Written by the agent on a pod listed in spec.pools.<pool>.fenced before it makes the standby refuse
+# cohort membership (the fence); removed once a pod no longer listed was made eligible again.
+ANN_FENCED = "pools.multigres.com/fenced"
 # Set by the engine on the primary before it is drained in a rolling update.
 ANN_SWITCHOVER = "pools.multigres.com/switchover"
 # On the MultigresShard: agent's backup verdict (JSON) and topology-cleanup handshake on delete.
@@ -176,6 +179,11 @@ class ShardCondition(StrEnum):
     WAITING_FOR_MAINTENANCE_WINDOW = "WaitingForMaintenanceWindow"
     # True while the pause annotation holds every write back (plan_pause.py); the message lists them.
     PAUSED = "Paused"
+    # True while pods listed in spec.pools.<pool>.fenced are out of the synchronous set (the message
+    # names them); FenceRefused is True while a listed pod is not fenced and says why (the primary, the
+    # durability policy, an unreachable pooler). Both repeat the agent's pod condition Fenced.
+    FENCED = "Fenced"
+    FENCE_REFUSED = "FenceRefused"
     # True while something is stuck (stalls.py): what the operator derives from the pods (AgentStalled;
     # DrainStalled repeats the pod condition of the same name) and the agent's topology verdict.
     AGENT_STALLED = "AgentStalled"
@@ -195,9 +203,22 @@ SHARD_CONDITION_ATTENTION = {
     ShardCondition.DECOMMISSION_VALID: "False", ShardCondition.WAITING_FOR_MAINTENANCE_WINDOW: "True",
     ShardCondition.PAUSED: "True", ShardCondition.AGENT_STALLED: "True", ShardCondition.DRAIN_STALLED: "True",
     ShardCondition.TOPOLOGY_UNREACHABLE: "True", ShardCondition.FOREIGN_OBJECTS: "True",
+    ShardCondition.FENCED: "True", ShardCondition.FENCE_REFUSED: "True",
 }
 # The pod condition the agent sets while a drain step is stuck past --stall-after.
 POD_CONDITION_DRAIN_STALLED = ShardCondition.DRAIN_STALLED.value
+# The pod condition the agent keeps on a pod listed in spec.pools.<pool>.fenced (True: fenced; False:
+# not, and the reason says why), and its reasons.
+POD_CONDITION_FENCED = ShardCondition.FENCED.value
+
+
+class FenceReason(StrEnum):
+    FENCED = "Fenced"
+    PRIMARY = "IsPrimary"
+    DURABILITY = "DurabilityPolicy"
+    UNSUPPORTED = "UnsupportedVersion"
+    PENDING = "Pending"  # the pooler or the primary cannot be read now; retried every pass
+    UNFENCED = "Unfenced"
 
 
 class DrainState(StrEnum):

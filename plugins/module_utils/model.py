@@ -347,6 +347,16 @@ class Pool(SpecModel):
                     "(the scale-down drain) and deleted with its data PVC. Names that are not pods of this pool "
                     "are reported (DecommissionValid=False) and ignored; names already gone are no-ops.",
     )
+    fenced: Annotated[
+        list[ObjectName], AfterValidator(_unique), Field(json_schema_extra={"x-kubernetes-list-type": "set"}),
+    ] = Field(
+        [], max_length=32,
+        description="Pods of this pool to fence (Multigres v0.1.0): the agent takes each out of the synchronous "
+                    "set and stops its WAL receiver, without deleting it; removing the name unfences it. The "
+                    "primary, and a standby the durability policy still needs, are refused (pod condition "
+                    "Fenced=False, shard condition FenceRefused). A fenced pod is never counted as a healthy "
+                    "replica, nor drained or replaced for being fenced.",
+    )
 
 
 def _positive_interval(name: str, wire: str) -> Rule:

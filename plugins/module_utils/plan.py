@@ -215,7 +215,7 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     requeues = [o.requeue_after for o in outcomes if o.requeue_after]
     if rolling.deferred_for:
         requeues.append(rolling.deferred_for)
-    if (rolling.in_progress and not rolling.deferred_for) or found:
+    if (rolling.in_progress and not rolling.deferred_for and not rolling.waits_for_window) or found:
         requeues.append(REQUEUE_DRAIN)
     return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, waiting=waiting,
                 requeue_after=min(requeues) if requeues else 0.0, decommission_problems=decommission_problems(desired))

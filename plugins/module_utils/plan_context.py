@@ -18,6 +18,9 @@ Manifest = dict[str, Any]
 # pods (kubelet, image pulls, restores) is slower, 5 s.
 REQUEUE_DRAIN = 2.0
 REQUEUE_PODS = 5.0
+# Waiting for a maintenance window requeues at its opening, but at least once an hour: a timer of days
+# is only as good as the process holding it, and an hourly look costs nothing (no change, no request).
+MAX_WINDOW_REQUEUE = 3600.0
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class Context:
         if opens is None:
             return None
         return (f"{what} waits for the maintenance window opening at {facts.format_time(opens)}",
-                max(1.0, (opens - self.now).total_seconds()))
+                min(MAX_WINDOW_REQUEUE, max(1.0, (opens - self.now).total_seconds())))
 
     @property
     def owner(self) -> Manifest | None:
@@ -124,6 +127,18 @@ class PoolView:
         """Listed in spec.pools.<pool>.decommission: to be replaced, then drained."""
         return pod.name in self.dp.decommission
 
+    def fenced(self, pod: PodFacts) -> bool:
+        """Listed in spec.pools.<pool>.fenced: the agent keeps it out of the synchronous set."""
+        return pod.name in self.dp.fenced
+
+    def healthy(self, pod: PodFacts) -> bool:
+        """Ready and not fenced: what a gate that needs a working replica counts (a fenced pod is Ready
+        but out of the synchronous set, so it cannot stand in for the pod a drain takes away)."""
+        return pod.ready and not self.fenced(pod)
+
+    def unhealthy_reason(self, pod: PodFacts) -> str:
+        return f"{pod.name} (fenced)" if pod.ready and self.fenced(pod) else pod.name
+
     def reserved_indexes(self) -> set[int]:
         """Indexes named in the decommission list: never given to a new pod while listed, so a
         replacement cannot take the name of the pod it replaces."""
@@ -180,16 +195,22 @@ def pool_views(desired: Desired, observed: Observed) -> list[PoolView]:
 def decommission_problems(desired: Desired) -> list[str]:
     """Decommission entries that name no pod this pool could have (a typo, another pool's pod).
     They are reported and ignored: refusing the whole spec would also stop the healing of the shard."""
+    return unknown_pod_names(desired, "decommission")
+
+
+def unknown_pod_names(desired: Desired, field_name: str) -> list[str]:
+    """Entries of the pod-name list spec.pools.<pool>.<field_name> (decommission, fenced) that name no
+    pod this pool could have, each as a message naming the field and the expected names."""
     bases: dict[str, list[str]] = {}
     listed: dict[str, frozenset[str]] = {}
     for dp in desired.pools:
         bases.setdefault(dp.pool, []).append(naming.pool_base(desired.shard, dp.pool, dp.cell))
-        listed[dp.pool] = dp.decommission
+        listed[dp.pool] = getattr(dp, field_name)
     problems = []
     for pool in sorted(listed):
         for name in sorted(listed[pool]):
             if not any(name.startswith(f"{b}-") and name[len(b) + 1:].isdigit() for b in bases[pool]):
-                problems.append(f"spec.pools.{pool}.decommission: {name!r} is not a pod of pool {pool} "
+                problems.append(f"spec.pools.{pool}.{field_name}: {name!r} is not a pod of pool {pool} "
                                 f"(its pods are named {' or '.join(f'{b}-<index>' for b in bases[pool])}); ignored")
     return problems
 

@@ -253,7 +253,7 @@ class PoolPlanner:
             return
         victim, why = pick_victim(candidates)
         # Health gate (seed 000): the pods that stay must all be Ready, or the pool is already degraded.
-        not_ready = [p.name for p in members if p is not victim and not p.ready]
+        not_ready = [self.view.unhealthy_reason(p) for p in members if p is not victim and not self.view.healthy(p)]
         if not_ready:
             self.out.blocked = (f"scale-down of {self.view.label} to {self.dp.replicas} waits: "
                                 f"not Ready: {', '.join(not_ready)}")
@@ -269,7 +269,7 @@ class PoolPlanner:
         self.out.busy = True
         if self._outside_window(f"decommission of pod {pod.name}"):
             return
-        ready = sum(p.ready and not p.terminating for p in members)
+        ready = sum(self.view.healthy(p) and not p.terminating for p in members)
         if ready < self.dp.replicas:
             self.out.wait(f"decommission of pod {pod.name} waits for its replacement: {ready}/{self.dp.replicas} "
                           "other replicas Ready", REQUEUE_PODS)
@@ -284,7 +284,7 @@ class PoolPlanner:
         self.out.busy = True
         if self._outside_window(f"filesystem-resize restart of pod {pod.name}"):
             return
-        if any(not p.ready for p in members if p is not pod):
+        if any(not self.view.healthy(p) for p in members if p is not pod):
             self.out.wait(f"filesystem resize of pod {pod.name} waits for the other replicas to be Ready",
                           REQUEUE_PODS)
             return

@@ -29,6 +29,9 @@ class RollingOutcome:
     waiting: str | None = None
     # Set when the next restart waits for the maintenance window: seconds until it opens.
     deferred_for: float = 0.0
+    # Set when the pools it waits for are held only by work deferred to the maintenance window: they
+    # settle no sooner than their own requeue (the window's opening), so neither does the roll.
+    waits_for_window: bool = False
 
     @property
     def in_progress(self) -> bool:
@@ -51,9 +54,11 @@ def plan_rolling(ctx: Context, outcomes: list[PoolOutcome]) -> RollingOutcome:
     result = RollingOutcome(updated=total - len(drifted), total=total, drifted=[p.name for _view, p in drifted])
     if not drifted:
         return result
-    busy = [o.view.label for o in outcomes if o.busy]
+    busy = [o for o in outcomes if o.busy]
     if busy:
-        result.waiting = f"rolling update ({result.progress}) waits for pools to settle: {', '.join(busy)}"
+        result.waiting = (f"rolling update ({result.progress}) waits for pools to settle: "
+                          f"{', '.join(o.view.label for o in busy)}")
+        result.waits_for_window = all(o.deferred for o in busy)
         return result
     # A pod with an unknown drain-state value is left alone (reported in status), never restarted.
     drainable = [(v, p) for v, p in drifted if not p.drain_unknown]

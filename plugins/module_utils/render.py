@@ -74,6 +74,7 @@ def _pools(ctx: ShardContext) -> tuple[DesiredPool, ...]:
                 pod=partial(pool_pod, ctx, pool, cell, spec_hash=spec_hash),
                 pvc=partial(data_pvc, ctx, pool, cell),
                 decommission=frozenset(settings.decommission),
+                fenced=frozenset(settings.fenced),
             ))
     return tuple(pools)
 

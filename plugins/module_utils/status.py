@@ -18,7 +18,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from . import drain_annotations, facts, keys, ownership, stalls, tls_policy
+from . import drain_annotations, facts, fencing, keys, ownership, stalls, tls_policy
 from .actions import Action, event
 from .desired import Desired
 from .observe import Observed
@@ -171,6 +171,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     ]
     now = facts.parse_time(stamp) or dt.datetime.now(dt.UTC)
     conditions += stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s)
+    conditions += fencing.conditions(desired, observed.pods)
     backup, backup_fields = _backup_condition(observed.cr)
     if backup:
         conditions.append(backup)

@@ -49,6 +49,7 @@ class PodRow:
     blocked: str
     restarts: int
     in_sync_set: bool | None  # None: the primary's view is unknown
+    fenced: bool = False  # the agent's pod condition Fenced is True
 
 
 @dataclass
@@ -99,7 +100,8 @@ def _pod_row(pod: Obj, sync_ids: set[str] | None) -> PodRow:
         ready=facts.condition_true(pod, "Ready") and not facts.meta(pod).get("deletionTimestamp"),
         role=labels.get(keys.LABEL_ROLE, ""), drain=annotations.get(keys.ANN_DRAIN_STATE, ""),
         blocked=annotations.get(keys.ANN_DRAIN_BLOCKED, ""), restarts=_restarts(pod),
-        in_sync_set=None if sync_ids is None else app_name in sync_ids)
+        in_sync_set=None if sync_ids is None else app_name in sync_ids,
+        fenced=facts.condition_true(pod, keys.POD_CONDITION_FENCED))
 
 
 def _data_plane(cr: Obj, pods: list[Obj], dial_host: Callable[[str], str] | None,
@@ -182,7 +184,7 @@ def text(report: Report) -> str:
     lines.append(f"  {'POD':<58} {'POOL/CELL':<18} {'READY':<6} {'ROLE':<8} {'SYNC':<5} {'DRAIN':<19} RESTARTS")
     for p in report.pods:
         sync = "?" if p.in_sync_set is None else ("yes" if p.in_sync_set else "no")
-        drain = p.drain or ("decommission" if p.name in report.decommission else "-")
+        drain = p.drain or ("decommission" if p.name in report.decommission else "fenced" if p.fenced else "-")
         lines.append(f"  {p.name:<58} {p.pool + '/' + p.cell:<18} {'yes' if p.ready else 'no':<6} "
                      f"{p.role or '-':<8} {sync:<5} {drain:<19} {p.restarts}")
     lines.append("")

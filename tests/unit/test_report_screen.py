@@ -59,3 +59,16 @@ def test_pause_windows_and_decommission_are_on_the_screen():
                               "pod play-0: listed for decommission, waiting for its replacement and drain"]
     row = next(line for line in text(report).splitlines() if "play-0" in line and "PRIMARY" in line)
     assert "decommission" in row
+
+
+def test_fencing_is_on_the_screen() -> None:
+    """A fenced pod reads `fenced` in the DRAIN column; Fenced and FenceRefused are listed as blocked."""
+    fenced = PodRow("play-2", "default", "zone1", "2", "Running", True, "REPLICA", "", "", 0, False, fenced=True)
+    report = _report(
+        conditions=[("Fenced", "True", "PodsFenced", "fenced (out of the synchronous set, still running): play-2"),
+                    ("FenceRefused", "True", "IsPrimary", "play-0: it is the primary: nothing changed")],
+        pods=[*_report().pods, fenced])
+    assert report.blocked[:2] == ["Fenced: fenced (out of the synchronous set, still running): play-2",
+                                  "FenceRefused: play-0: it is the primary: nothing changed"]
+    row = next(line for line in text(report).splitlines() if "play-2" in line and "REPLICA" in line)
+    assert " no " in row and "fenced" in row

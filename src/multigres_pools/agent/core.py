@@ -16,7 +16,7 @@ from typing import cast
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
-from . import backup_health, podinfo, roles, topology, topology_health, trust
+from . import backup_health, fence, podinfo, roles, topology, topology_health, trust
 from .backup_runner import BackupRunner
 from .context import Context, NotLeader, Obj, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
@@ -248,6 +248,7 @@ class Agent:
     def _act(self, view: ShardView) -> None:
         ctx = self.ctx
         touched = False
+        fenced = fence.listed_pods(view.shard)
         for pod in view.pods:
             reading = podinfo.drain_reading(pod)
             if reading.unknown is None:
@@ -264,6 +265,9 @@ class Agent:
                 elif podinfo.drain_state(pod) is keys.DrainState.READY_FOR_DELETION and not podinfo.deleting(pod):
                     # v0.1.0 looks again until the engine deletes it; only a step back changes anything.
                     touched = run_drain(ctx, view, pod) is not keys.DrainState.READY_FOR_DELETION or touched
+                elif podinfo.drain_state(pod) is None and not podinfo.deleting(pod) and fence.concerns(pod, fenced):
+                    # Before the cancelled-drain restore: a fenced pod stays ineligible.
+                    touched = fence.run_fence(ctx, view, pod, fenced) or touched
                 elif podinfo.drain_state(pod) is None and podinfo.annotations(pod).get(keys.ANN_DRAIN_INELIGIBLE):
                     restore_eligibility(ctx, view, pod)  # a drain was cancelled after its standby left
                     touched = True

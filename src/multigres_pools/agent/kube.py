@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar, overload
 
 from ansible_collections.multigres.pools.plugins.module_utils import events, facts, keys, labels
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, resource_path
 
 from . import podinfo
 
@@ -132,12 +132,17 @@ class Kube:
         existing = next((c for c in current if c.get("type") == ctype), None)
         if existing and existing.get("status") == status and existing.get("reason") == reason:
             return pod
-        conditions = [c for c in current if c.get("type") != ctype]
-        conditions.append({"type": ctype, "status": status, "reason": reason, "message": message[:1024],
-                           "lastTransitionTime": now_rfc3339()})
+        condition = {"type": ctype, "status": status, "reason": reason, "message": message[:1024],
+                     "lastTransitionTime": now_rfc3339()}
+        # A strategic merge patch merges by condition type: the kubelet's Ready/ContainersReady stay as
+        # the server has them. (A merge patch would replace the whole list with our copy, and a stale
+        # copy, read before the kubelet marked the pod Ready again, would leave it not Ready for good.)
+        path = resource_path("v1", "Pod", podinfo.namespace(pod), podinfo.name(pod), "status")
         try:
-            return self._patch("pod condition", {**pod, "apiVersion": "v1", "kind": "Pod"},
-                               {"status": {"conditions": conditions}}, subresource="status")
+            return self._call("pod condition", self.client.request, "patch", "PATCH", path,
+                              query={"fieldManager": keys.AGENT_FIELD_MANAGER},
+                              body={"status": {"conditions": [condition]}},
+                              content_type="application/strategic-merge-patch+json")
         except KubeError as exc:
             if exc.status != 404:
                 raise

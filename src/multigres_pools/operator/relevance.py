@@ -40,9 +40,10 @@ def _meta(obj: Obj) -> dict[str, Any]:
     }
 
 
-def _condition_states(status: Mapping[str, Any]) -> list[tuple[str, str]]:
-    # Only type and status: transition timestamps and heartbeats change without meaning anything.
-    return sorted((c.get("type", ""), c.get("status", "")) for c in status.get("conditions") or [])
+def _condition_states(status: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    # Type, status and reason (the agent's Fenced moves from one refusal reason to another while False):
+    # transition timestamps and heartbeats change without meaning anything.
+    return sorted((c.get("type", ""), c.get("status", ""), c.get("reason", "")) for c in status.get("conditions") or [])
 
 
 def fingerprint(kind: str, obj: Obj) -> str:

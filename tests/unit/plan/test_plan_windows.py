@@ -7,6 +7,7 @@ import datetime as dt
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import keys, maintenance, model, status
+from ansible_collections.multigres.pools.plugins.module_utils.plan_context import MAX_WINDOW_REQUEUE
 
 from .plan_factories import NOW, desired, desired_pool, drains, healthy, observed, plan, shard_cr, writes
 
@@ -44,7 +45,7 @@ def test_scale_down_waits_for_the_window_and_requeues_for_its_opening():
     assert drains(result) == {}
     assert result.deferred == ["scale-down of main/z1 to 2 waits for the maintenance window opening at "
                                "2026-05-02T02:00:00Z"]
-    assert result.requeue_after == 14 * 3600
+    assert result.requeue_after == MAX_WINDOW_REQUEUE  # opens in 14 h: looked at hourly until then
     st = status.compute(desired(dp), observed(pods, pvcs, cr=shard_cr()), result, stamp="2026-05-01T12:00:00Z")
     cond = {c["type"]: c for c in st["conditions"]}["WaitingForMaintenanceWindow"]
     assert cond["status"] == "True" and "2026-05-02T02:00:00Z" in cond["message"]
@@ -69,7 +70,7 @@ def test_rolling_update_waits_for_the_window():
     result = plan(_with_windows(dp, SAT_2AM), observed(pods, pvcs), NOW)
     assert drains(result) == {} and result.rolling.in_progress
     assert result.deferred and "rolling update (0/3 pods updated" in result.deferred[0]
-    assert result.requeue_after == 14 * 3600
+    assert result.requeue_after == MAX_WINDOW_REQUEUE  # opens in 14 h: looked at hourly until then
     assert drains(plan(_with_windows(dp, FRI_NOON), observed(pods, pvcs), NOW))
 
 
@@ -116,3 +117,27 @@ def test_render_carries_the_windows_into_desired():
                                                             "duration": "1h30m"}]})
     assert render.desired_state(spec, "db").windows == (
         maintenance.window(["Sat", "Sun"], "02:30", dt.timedelta(minutes=90)),)
+
+
+SOON = maintenance.window(["Fri"], "12:10", dt.timedelta(hours=1))  # opens 10 minutes after NOW
+
+
+def test_waiting_requeues_at_the_opening_not_every_few_seconds():
+    dp = desired_pool(replicas=2)
+    pods, pvcs = healthy(dp, 3)
+    result = plan(_with_windows(dp, SOON), observed(pods, pvcs, cr=shard_cr()), NOW)
+    assert result.deferred and result.requeue_after == 600
+
+
+def test_a_rolling_update_behind_a_deferred_scale_down_sleeps_until_the_window_too():
+    """The roll waits for the pool, which waits for the window: no pass every 2 s until it opens."""
+    dp = desired_pool(replicas=2, spec_hash="new")
+    pods, pvcs = healthy(dp, 3)
+    for pod in pods:
+        pod["metadata"]["annotations"][keys.ANN_SPEC_HASH] = "old"
+    result = plan(_with_windows(dp, SOON), observed(pods, pvcs, cr=shard_cr()), NOW)
+    assert drains(result) == {} and result.rolling.in_progress
+    assert any("waits for pools to settle" in w for w in result.waiting)
+    assert result.requeue_after == 600
+    inside = plan(_with_windows(dp, FRI_NOON), observed(pods, pvcs, cr=shard_cr()), NOW)
+    assert list(drains(inside).values()) == ["scale-down"]

@@ -1,0 +1,275 @@
+"""Day-2 operations on real Multigres v0.1.0 and PostgreSQL 17, on ONE 3-pod shard under a steady SQL
+write load, with the operator, the agent and a live multiorch, in this order (each step leaves the
+shard as the next expects it):
+
+1. fence a standby: refused for the primary and for a second standby the durability policy needs;
+   the fenced one leaves the synchronous set as the primary sees it, is not deleted, is fenced again
+   after its multipooler restarts, and writes keep being acknowledged; unfence: it is back in the set;
+2. decommission a chosen standby: exactly that pod is drained and replaced (at a new index);
+3. maintenance window closed: a scale-down waits and the condition says until when; open: it runs;
+4. pause: a spec change is withheld while status keeps being written; unpause: it proceeds.
+No acknowledged write is lost at any step."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, maintenance
+
+from multigres_pools.dataplane.base import DataPlaneError, Eligibility, ShardTopology, match_pod
+from multigres_pools.dataplane.v0_1 import V0_1
+from multigres_pools.playground.localstack import wait_for
+
+from .safety import (
+    SHARD,
+    STACK_TIMEOUT,
+    Watched,
+    app_names,
+    apply,
+    assert_nothing_lost,
+    assert_out_of_sync_set_when_deleted,
+    converge,
+    listed,
+    note,
+    uids,
+    watched_stack,
+)
+
+pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
+POOL = "default"
+
+
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[Watched]:
+    with watched_stack(tmp_path_factory.mktemp("day2"), lambda s: s.sample_shard(replicas=3, name=SHARD), 3) as w:
+        yield w
+
+
+def _shard(watched: Watched) -> dict[str, Any]:
+    kube = watched.stack.kube()
+    try:
+        cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, watched.stack.namespace, SHARD)
+    finally:
+        kube.close()
+    assert cr is not None
+    return cr
+
+
+def _condition(watched: Watched, ctype: str) -> dict[str, Any]:
+    return facts.condition(_shard(watched), ctype) or {}
+
+
+def _pod(watched: Watched, name: str) -> dict[str, Any]:
+    return next(p for p in watched.stack.pods() if facts.name(p) == name)
+
+
+def _sync_names(watched: Watched) -> str:
+    primary = watched.stack.primary()
+    return primary.synchronous_standby_names if primary else ""
+
+
+def _standbys(watched: Watched) -> list[str]:
+    primary = watched.stack.primary()
+    assert primary is not None
+    return sorted(facts.name(p) for p in watched.stack.pods() if facts.name(p) != primary.pod)
+
+
+def _set_list(watched: Watched, field: str, names: list[str]) -> int:
+    return apply(watched.stack, lambda spec: spec["pools"][POOL].update({field: names}))
+
+
+def _annotate(watched: Watched, value: str | None) -> None:
+    kube = watched.stack.kube()
+    try:
+        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, watched.stack.namespace, SHARD,
+                         {"metadata": {"annotations": {keys.ANN_PAUSED: value}}}, field_manager="test")
+    finally:
+        kube.close()
+
+
+def _eligibility(watched: Watched, pod: str) -> Eligibility | None:
+    plane = V0_1(dial_host=watched.stack.dial_host)
+    try:
+        topo = ShardTopology((watched.stack.topo_address,), "/multigres/global", "postgres", "default", "0-inf",
+                             ("zone1",))
+        own = match_pod(plane.list_poolers(topo), pod)
+        return plane.standby_state(own).eligibility if own else None
+    except DataPlaneError:
+        return None
+    finally:
+        plane.close()
+
+
+class _Stages:
+    """Seconds per stage of a test, printed at the end (what a slow step costs)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self.seen: dict[str, float] = {}
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.seen[name], self.last = round(now - self.last, 1), now
+
+
+def test_fence_refusals_fence_refence_after_restart_unfence(watched: Watched) -> None:
+    stack = watched.stack
+    stage = _Stages()
+    primary = stack.primary()
+    assert primary is not None
+    first, second = _standbys(watched)
+    apps = {facts.name(p): stack.app_name(facts.name(p)) for p in stack.pods()}
+    before = uids(stack)
+
+    # The primary: refused, nothing changed.
+    _set_list(watched, "fenced", [primary.pod])
+    wait_for(lambda: _condition(watched, "FenceRefused").get("reason") == "IsPrimary", 120,
+             "FenceRefused=IsPrimary on the shard", interval=1)
+    assert primary.pod in _condition(watched, "FenceRefused")["message"]
+    assert stack.primary() is not None and stack.primary().pod == primary.pod  # type: ignore[union-attr]
+    stage("primary refused")
+
+    # A standby: out of the synchronous set as the primary sees it, the pod kept, writes acknowledged.
+    _set_list(watched, "fenced", [first])
+    started = time.monotonic()
+    wait_for(lambda: not listed(_sync_names(watched), apps[first]), 120,
+             f"{apps[first]} to leave synchronous_standby_names", interval=0.5)
+    note("fence: seconds from the spec change to leaving synchronous_standby_names",
+         round(time.monotonic() - started, 1))
+    stage("out of the synchronous set")
+    wait_for(lambda: facts.condition_true(_pod(watched, first), keys.POD_CONDITION_FENCED), 120,
+             f"pod condition Fenced=True on {first}", interval=1)
+    wait_for(lambda: _condition(watched, "Fenced").get("status") == "True", 120, "shard Fenced=True", interval=1)
+    stage("Fenced on the pod and the shard")
+    assert first in _condition(watched, "Fenced")["message"]
+    assert _condition(watched, "FenceRefused").get("status") == "False"
+    assert listed(_sync_names(watched), apps[second])
+    assert_nothing_lost(watched, more=10)  # acknowledged while fenced (each ack waits for a standby)
+    stage("writes acknowledged while fenced")
+
+    # A second standby would leave the primary alone with AT_LEAST_2: refused, still synchronous.
+    _set_list(watched, "fenced", [first, second])
+    wait_for(lambda: _condition(watched, "FenceRefused").get("reason") == "DurabilityPolicy", 120,
+             "FenceRefused=DurabilityPolicy", interval=1)
+    assert second in _condition(watched, "FenceRefused")["message"]
+    assert listed(_sync_names(watched), apps[second]) and not listed(_sync_names(watched), apps[first])
+    _set_list(watched, "fenced", [first])
+    stage("second standby refused")
+
+    # The fence lives in the pooler's memory: a restarted multipooler is fenced again by the agent.
+    old_pids = set(stack.signal_pooler(first))
+    wait_for(lambda: set(stack.pooler_pids(first)) - old_pids, 180, f"{first}'s multipooler to run again",
+             interval=1)
+    # Only the agent can have told the new process: the flag is never persisted.
+    wait_for(lambda: _eligibility(watched, first) is Eligibility.INELIGIBLE, 240,
+             f"{first}'s restarted multipooler to report INELIGIBLE", interval=1)
+    wait_for(lambda: not listed(_sync_names(watched), apps[first])
+             and facts.condition_true(_pod(watched, first), keys.POD_CONDITION_FENCED), 120,
+             f"{first} out of the synchronous set again", interval=1)
+    stage("fenced again after a multipooler restart")
+    assert uids(stack) == before, "fencing never deletes or replaces a pod"
+    assert_nothing_lost(watched, more=10)
+    stage("writes acknowledged after the restart")
+
+    # Unfence: back in the synchronous set, marker gone.
+    _set_list(watched, "fenced", [])
+    wait_for(lambda: listed(_sync_names(watched), apps[first]), 180,
+             f"{apps[first]} back in synchronous_standby_names", interval=0.5)
+    wait_for(lambda: keys.ANN_FENCED not in facts.annotations(_pod(watched, first))
+             and _condition(watched, "Fenced").get("status") == "False", 120, "the fence undone", interval=1)
+    assert uids(stack) == before
+    stage("unfenced, back in the synchronous set")
+    assert_nothing_lost(watched)
+    stage("writes acknowledged after unfencing")
+    note("fence test: seconds per stage", stage.seen)
+    note("fence test: longest stretch without an acknowledged write (s)",
+         round(watched.load.longest_outage().seconds, 2))
+
+
+def test_decommission_replaces_exactly_the_chosen_standby(watched: Watched) -> None:
+    stack = watched.stack
+    before = uids(stack)
+    names = app_names(stack)
+    victim = _standbys(watched)[-1]
+    victim_uid = next(uid for uid, name in before.items() if name == victim)
+
+    generation = _set_list(watched, "decommission", [victim])
+    converge(stack, generation, replicas=3, timeout=600)
+    wait_for(lambda: victim not in {facts.name(p) for p in stack.pods()}, 300, f"{victim} to be gone", interval=1)
+    after = uids(stack)
+    assert set(before) - set(after) == {victim_uid}, "exactly the chosen pod went"
+    assert len(after) == 3 and victim not in after.values()
+    assert_out_of_sync_set_when_deleted(watched, names, [victim_uid])
+    assert watched.timeline.drain_states(victim_uid)[-1:] == ["ready-for-deletion"]
+    assert_nothing_lost(watched)
+    stack.wait_serving(SHARD, replicas=3, timeout=300)
+
+
+def test_scale_down_waits_for_the_maintenance_window(watched: Watched) -> None:
+    stack = watched.stack
+    now = dt.datetime.now(dt.UTC)
+    # Closed: a window two days from now; open: one that started this hour today.
+    day = maintenance.WEEKDAYS[(now.weekday() + 2) % 7]
+    closed = {"days": [day], "start": "00:00", "duration": "1h"}
+    opens = maintenance.next_opening((maintenance.window([day], "00:00", dt.timedelta(hours=1)),), now)
+    assert opens is not None
+    before = uids(stack)
+
+    def closed_and_scaled_down(spec: dict[str, Any]) -> None:
+        spec.update(maintenanceWindows=[closed])
+        spec["pools"][POOL].update(replicasPerCell=2)
+
+    apply(stack, closed_and_scaled_down)
+    wait_for(lambda: _condition(watched, "WaitingForMaintenanceWindow").get("status") == "True", 120,
+             "WaitingForMaintenanceWindow=True", interval=1)
+    message = _condition(watched, "WaitingForMaintenanceWindow")["message"]
+    assert "scale-down" in message and facts.format_time(opens) in message, message
+    time.sleep(5)  # several operator passes: still no drain
+    assert uids(stack) == before
+    assert not any(facts.annotations(p).get(keys.ANN_DRAIN_STATE) for p in stack.pods())
+
+    open_now = {"days": [maintenance.WEEKDAYS[now.weekday()]], "start": f"{now.hour:02d}:00", "duration": "2h"}
+    generation = apply(stack, lambda spec: spec.update(maintenanceWindows=[open_now]))
+    converge(stack, generation, replicas=2, timeout=600)
+    assert len(uids(stack)) == 2
+    assert _condition(watched, "WaitingForMaintenanceWindow").get("status") == "False"
+    assert_nothing_lost(watched)
+
+
+def _orch_annotation(watched: Watched, key: str) -> list[str | None]:
+    """The annotation on the pod template of every MultiOrch Deployment."""
+    kube = watched.stack.kube()
+    try:
+        found = kube.list("apps/v1", "Deployment", watched.stack.namespace,
+                          f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_MULTIORCH}")
+    finally:
+        kube.close()
+    assert found
+    return [((d["spec"]["template"].get("metadata") or {}).get("annotations") or {}).get(key) for d in found]
+
+
+def test_pause_withholds_a_spec_change_until_lifted(watched: Watched) -> None:
+    """A MultiOrch pod annotation added in the spec: the cheapest write to watch being held back."""
+    stack = watched.stack
+    before = uids(stack)
+    key, value = "example.com/day2", "after-the-pause"
+    _annotate(watched, keys.PAUSED_TRUE)
+    wait_for(lambda: _condition(watched, "Paused").get("status") == "True", 120, "Paused=True", interval=1)
+    generation = apply(stack, lambda spec: spec.setdefault("multiorch", {}).update(podAnnotations={key: value}))
+    # Status keeps being written: the withheld write is listed, the new generation observed.
+    wait_for(lambda: "apply Deployment" in _condition(watched, "Paused").get("message", "")
+             and (_shard(watched).get("status") or {}).get("observedGeneration") == generation, 120,
+             "the paused pass to report the withheld Deployment", interval=1)
+    time.sleep(3)  # more passes may come; none writes
+    assert set(_orch_annotation(watched, key)) == {None}, "nothing is written while paused"
+
+    _annotate(watched, None)
+    wait_for(lambda: set(_orch_annotation(watched, key)) == {value}, 120,
+             "the MultiOrch Deployment updated once the pause is lifted", interval=1)
+    wait_for(lambda: _condition(watched, "Paused").get("status") == "False", 60, "Paused=False", interval=1)
+    assert uids(stack) == before, "no pool pod touched"
+    assert_nothing_lost(watched)
