@@ -74,8 +74,9 @@ def check(ctx: Context, shard: Obj) -> dict[str, Any] | None:
         return None
     was = json.loads(previous) if previous else {}
     ctx.metrics.backup_healthy.labels(podinfo.namespace(shard), podinfo.name(shard)).set(int(verdict["healthy"]))
-    if "lastBackupTime" in verdict:
-        age = (now - datetime.fromisoformat(verdict["lastBackupTime"].replace("Z", "+00:00"))).total_seconds()
+    last = facts.parse_time(verdict.get("lastBackupTime"))
+    if last is not None:
+        age = (now - last).total_seconds()
         ctx.metrics.last_backup_age.labels(podinfo.namespace(shard), podinfo.name(shard)).set(age)
     comparable = {k: v for k, v in verdict.items() if k != "checkedAt"}
     if comparable != {k: v for k, v in was.items() if k != "checkedAt"}:

@@ -6,10 +6,9 @@ can stop the agent between any two side effects and prove that a fresh agent fin
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations, keys
+from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations, facts, keys
 from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
 
 from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, Pooler, RefusalReason
@@ -28,12 +27,8 @@ _PRIMARY_EXIT = {
 
 
 def _parse_time(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    stamp = facts.parse_time(text)
+    return stamp.timestamp() if stamp is not None else None
 
 
 def _force(ctx: Context, view: ShardView, pod: Obj, state: DrainState | None) -> tuple[Obj, DrainState | None]:
