@@ -92,18 +92,24 @@ def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStac
 
 
 # --- changing the shard -----------------------------------------------------------------------------
-def apply(stack: MultigresStack, change: Callable[[dict[str, Any]], None]) -> int:
-    """Apply `change` to a copy of the MultigresShard's spec; returns the new generation."""
+def shard_cr(stack: MultigresStack) -> dict[str, Any]:
+    """The MultigresShard as the API server has it now."""
     kube = stack.kube()
     try:
         cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD)
-        assert cr is not None
-        doc = {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "metadata": {"name": SHARD,
-               "namespace": stack.namespace}, "spec": copy.deepcopy(cr["spec"])}
-        change(doc["spec"])
-        return int(stack.apply_shard(doc)["metadata"]["generation"])
     finally:
         kube.close()
+    assert cr is not None
+    return cr
+
+
+def apply(stack: MultigresStack, change: Callable[[dict[str, Any]], None]) -> int:
+    """Apply `change` to a copy of the MultigresShard's spec; returns the new generation."""
+    cr = shard_cr(stack)
+    doc = {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "metadata": {"name": SHARD,
+           "namespace": stack.namespace}, "spec": copy.deepcopy(cr["spec"])}
+    change(doc["spec"])
+    return int(stack.apply_shard(doc)["metadata"]["generation"])
 
 
 def scale(stack: MultigresStack, replicas_per_cell: int, pool: str = "default") -> int:

@@ -21,7 +21,7 @@ from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.writeload import TABLE
 
-from .safety import SHARD, STACK_TIMEOUT, Watched, apply, converge, note, scale, uids, watched_stack
+from .safety import SHARD, STACK_TIMEOUT, Watched, apply, converge, note, scale, shard_cr, uids, watched_stack
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
@@ -46,13 +46,7 @@ def watched(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iter
 
 
 def _cr(watched: Watched) -> dict[str, Any]:
-    kube = watched.stack.kube()
-    try:
-        cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, watched.stack.namespace, SHARD)
-    finally:
-        kube.close()
-    assert cr is not None
-    return cr
+    return shard_cr(watched.stack)
 
 
 def _state(watched: Watched) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from .safety import (
     converge,
     listed,
     note,
+    shard_cr,
     uids,
     watched_stack,
 )
@@ -50,13 +51,7 @@ def watched(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iter
 
 
 def _shard(watched: Watched) -> dict[str, Any]:
-    kube = watched.stack.kube()
-    try:
-        cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, watched.stack.namespace, SHARD)
-    finally:
-        kube.close()
-    assert cr is not None
-    return cr
+    return shard_cr(watched.stack)
 
 
 def _condition(watched: Watched, ctype: str) -> dict[str, Any]:
