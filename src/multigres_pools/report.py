@@ -69,6 +69,7 @@ class Report:
     backups: list[tuple[str, str, bool]] = field(default_factory=list)  # id, type, complete
     data_plane_error: str = ""
     decommission: list[str] = field(default_factory=list)  # pods listed in spec.pools.<pool>.decommission
+    backup: dict[str, Any] = field(default_factory=dict)  # status.backup: running, last, waiting (the agent's)
 
     @property
     def blocked(self) -> list[str]:
@@ -79,6 +80,10 @@ class Report:
         present = {p.name for p in self.pods}
         out += [f"pod {name}: listed for decommission, waiting for its replacement and drain"
                 for name in self.decommission if name in present]
+        if self.backup.get("waiting"):
+            out.append(f"backup: {self.backup['waiting']}")
+        if (self.backup.get("last") or {}).get("error"):
+            out.append(f"last backup failed: {self.backup['last']['error']}")
         if self.data_plane_error:
             out.append(f"data plane: {self.data_plane_error}")
         return out
@@ -152,7 +157,8 @@ def gather(kube: KubeClient, namespace: str, shard: str, dial_host: Callable[[st
         conditions=[(c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", ""))
                     for c in status.get("conditions") or []],
         decommission=sorted({str(name) for settings in ((cr.get("spec") or {}).get("pools") or {}).values()
-                             for name in (settings or {}).get("decommission") or []}))
+                             for name in (settings or {}).get("decommission") or []}),
+        backup=dict(status.get("backup") or {}))
     sync_ids: set[str] | None = None
     try:
         seen = _data_plane(cr, pods, dial_host, rpc_timeout)
@@ -193,6 +199,10 @@ def text(report: Report) -> str:
         lines.append(f"  synchronous standbys: {', '.join(report.synchronous_standby_names) or '(none)'}")
         if report.cohort:
             lines.append(f"  cohort: {', '.join(report.cohort)}  durability: {report.durability or '-'}")
+    for label in ("running", "last"):
+        run = report.backup.get(label) or {}
+        if run:
+            lines.append(f"  backup {label}: {_backup_run(run)}")
     if report.backups:
         lines.append("  last backups: " + "; ".join(
             f"{bid} {btype} {'complete' if done else 'INCOMPLETE'}" for bid, btype, done in report.backups))
@@ -201,6 +211,21 @@ def text(report: Report) -> str:
     lines.append("  blocked: " + ("nothing" if not blocked else ""))
     lines += [f"    - {b}" for b in blocked]
     return "\n".join(lines) + "\n"
+
+
+def _backup_run(run: dict[str, Any]) -> str:
+    """One line of a status.backup run (model.BackupRun)."""
+    where = run.get("pod", "?") + (" (primary, forced)" if run.get("forcePrimary") else "")
+    line = f"{run.get('type', '?')} by {run.get('trigger', '?')} on {where}, started {run.get('startedAt', '?')}"
+    if run.get("finishedAt"):
+        line += f", finished {run['finishedAt']}"
+    if run.get("backupId"):
+        line += f": {run['backupId']}"
+    if run.get("sizeBytes") is not None:
+        line += f" ({int(run['sizeBytes']) / 2**20:.1f} MiB)"
+    if run.get("error"):
+        line += f": FAILED: {run['error']}"
+    return line
 
 
 def as_json(report: Report) -> str:

@@ -72,3 +72,27 @@ def test_fencing_is_on_the_screen() -> None:
                                   "FenceRefused: play-0: it is the primary: nothing changed"]
     row = next(line for line in text(report).splitlines() if "play-2" in line and "REPLICA" in line)
     assert " no " in row and "fenced" in row
+
+
+def test_backups_on_the_screen_running_last_waiting_and_failures() -> None:
+    """status.backup (the agent's bookkeeping): the running and last backups get a line each; a backup
+    that waits and a last one that failed are listed as blocked."""
+    running = {"type": "full", "trigger": "schedule", "pod": "play-1", "jobId": "j2",
+               "startedAt": "2026-11-24T01:00:02Z"}
+    last = {"type": "differential", "trigger": "request", "pod": "play-0", "forcePrimary": True, "jobId": "j1",
+            "startedAt": "2026-11-23T01:00:02Z", "finishedAt": "2026-11-23T01:00:09Z",
+            "error": "cannot backup from replica"}
+    report = _report(conditions=[], backup={"running": running, "last": last,
+                                            "waiting": "full backup waits: pod play-1 is draining"})
+    assert report.blocked[-2:] == ["backup: full backup waits: pod play-1 is draining",
+                                   "last backup failed: cannot backup from replica"]
+    screen = text(report)
+    assert "backup running: full by schedule on play-1, started 2026-11-24T01:00:02Z" in screen
+    assert ("backup last: differential by request on play-0 (primary, forced), started 2026-11-23T01:00:02Z, "
+            "finished 2026-11-23T01:00:09Z: FAILED: cannot backup from replica") in screen
+    ok = dict(last, error=None, forcePrimary=False, backupId="20261123-010003F", sizeBytes=24117248)
+    clean = _report(conditions=[], backup={"last": ok})
+    assert clean.blocked == ["pod play-1: drain requested blocked: last-sync-standby"]
+    screen = text(clean)
+    assert "differential by request on play-0, started" in screen and ": 20261123-010003F (23.0 MiB)" in screen
+    assert json.loads(as_json(clean))["backup"]["last"]["backupId"] == "20261123-010003F"
