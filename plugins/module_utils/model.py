@@ -50,6 +50,8 @@ def _quantity(text: str) -> str:
 
 
 Quantity = Annotated[str, StringConstraints(pattern=quantity.PATTERN, max_length=64), AfterValidator(_quantity)]
+
+
 def _cron(text: str) -> str:
     why = cron.problem(text)
     if why is not None:
