@@ -5,6 +5,7 @@
 from __future__ import annotations as _postponed_annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,17 @@ def labels(obj: Manifest) -> dict[str, str]:
 
 def annotations(obj: Manifest) -> dict[str, str]:
     return meta(obj).get("annotations") or {}
+
+
+def json_annotation(obj: Manifest | None, key: str) -> dict[str, Any] | None:
+    """An annotation holding a JSON object (the agent's reports and bookkeeping); None when it is
+    absent, not JSON, or JSON of another shape."""
+    raw = annotations(obj).get(key) if obj else None
+    try:
+        value = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def name(obj: Manifest) -> str:

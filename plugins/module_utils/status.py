@@ -82,12 +82,8 @@ def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
 
 def _backup_state(cr: Manifest | None) -> Manifest:
     """status.backup: the agent's bookkeeping (JSON in an annotation on the CR), when it is readable."""
-    raw = facts.annotations(cr).get(keys.ANN_BACKUP_STATE) if cr else None
-    try:
-        state = json.loads(raw) if raw else None
-    except ValueError:
-        return {}
-    return {"backup": state} if isinstance(state, dict) else {}
+    state = facts.json_annotation(cr, keys.ANN_BACKUP_STATE)
+    return {"backup": state} if state is not None else {}
 
 
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused

@@ -30,12 +30,7 @@ BACKUP_RPC_TIMEOUT_S = backup_schedule.MARK_EXPIRY.total_seconds() - 120  # past
 
 
 def read_state(shard: Obj) -> dict[str, Any]:
-    raw = podinfo.annotations(shard).get(keys.ANN_BACKUP_STATE)
-    try:
-        state = json.loads(raw) if raw else {}
-    except ValueError:
-        state = {}
-    return state if isinstance(state, dict) else {}
+    return facts.json_annotation(shard, keys.ANN_BACKUP_STATE) or {}
 
 
 def schedules(shard: Obj) -> dict[BackupType, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from . import podinfo
 from .context import Context, Obj, ShardView
@@ -21,12 +21,7 @@ REASON = "TopologyUnavailable"
 
 
 def _reported(shard: Obj) -> dict[str, Any]:
-    raw = podinfo.annotations(shard).get(keys.ANN_TOPOLOGY_HEALTH)
-    try:
-        verdict = json.loads(raw) if raw else {}
-    except ValueError:
-        return {}  # unreadable: written again below
-    return verdict if isinstance(verdict, dict) else {}
+    return facts.json_annotation(shard, keys.ANN_TOPOLOGY_HEALTH) or {}  # unreadable: written again below
 
 
 def observed(ctx: Context, failing_since: dict[tuple[str, str], float], view: ShardView, error: str | None) -> None:
