@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from ..dataplane.base import DataPlaneError, Eligibility
 from . import podinfo
@@ -82,14 +82,9 @@ def listed_pods(shard: Obj | None) -> set[str]:
     return {str(n) for settings in pools.values() for n in (settings or {}).get("fenced") or []}
 
 
-def _condition(pod: Obj) -> dict[str, str] | None:
-    return next((c for c in (pod.get("status") or {}).get("conditions") or []
-                 if c.get("type") == keys.POD_CONDITION_FENCED), None)
-
-
 def concerns(pod: Obj, listed: set[str]) -> bool:
     """Whether fencing has anything to do or report for this pod."""
-    cond = _condition(pod)
+    cond = facts.condition(pod, keys.POD_CONDITION_FENCED)
     return (podinfo.name(pod) in listed or keys.ANN_FENCED in podinfo.annotations(pod)
             or (cond is not None and cond.get("reason") != Reason.UNFENCED))
 
@@ -132,7 +127,7 @@ def run_fence(ctx: Context, view: ShardView, pod: Obj, listed: set[str]) -> bool
     d = decide(gather(view, pod, name in listed))
     acted = False
     if d.step is Step.NONE:
-        cond = _condition(pod)
+        cond = facts.condition(pod, keys.POD_CONDITION_FENCED)
         if cond is None or cond.get("reason") == Reason.UNFENCED:
             return False
     elif d.step is Step.FENCE:
@@ -186,7 +181,7 @@ def _leave_cohort(ctx: Context, view: ShardView, pod: Obj) -> None:
 
 def _report(ctx: Context, view: ShardView, pod: Obj, d: Decision) -> None:
     """The pod condition, and an event whenever its status or reason changes."""
-    before = _condition(pod) or {}
+    before = facts.condition(pod, keys.POD_CONDITION_FENCED) or {}
     status = "True" if d.fenced else "False"
     if (before.get("status"), before.get("reason")) == (status, d.reason.value):
         return
