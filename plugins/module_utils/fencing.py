@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import facts, keys
+from .conditions import shard_condition as _cond
 from .desired import Desired
 from .plan_context import unknown_pod_names
 
@@ -42,7 +43,3 @@ def conditions(desired: Desired, pods: Iterable[Manifest]) -> list[Manifest]:
         _cond(keys.ShardCondition.FENCE_REFUSED, bool(refused), reasons[0] if refused else "NoneRefused",
               "; ".join(refused)),
     ]
-
-
-def _cond(ctype: str, true: bool, reason: str, message: str) -> Manifest:
-    return {"type": ctype, "status": "True" if true else "False", "reason": reason, "message": message[:32768]}

@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
-from . import cron, inputs, keys, naming, quantity, topology_address
+from . import conditions, cron, inputs, keys, naming, quantity, topology_address
 from .model_security import (
     LabelKey,
     LabelValue,
@@ -777,7 +777,7 @@ class Condition(BaseModel):
     status: Literal["True", "False", "Unknown"] = Field(description="Whether the condition holds.")
     reason: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
         None, description="One CamelCase word saying why, e.g. HealthGate or InvalidSpec.")
-    message: Annotated[str, StringConstraints(max_length=32768)] | None = Field(
+    message: Annotated[str, StringConstraints(max_length=conditions.MESSAGE_MAX)] | None = Field(
         None, description="What a person should know: the blocking health gate, the refused field, ...")
     last_transition_time: str | None = Field(
         None, alias="lastTransitionTime", description="When status last changed (RFC 3339).")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import drain_annotations, facts, keys
+from .conditions import shard_condition as _cond
 
 Manifest = dict[str, Any]
 DEFAULT_AGENT_STALL_AFTER_S = 300.0
@@ -121,7 +122,3 @@ def topology_condition(cr: Manifest | None) -> Manifest:
 def conditions(pods: Sequence[Manifest], cr: Manifest | None, now: dt.datetime,
                stall_after_s: float) -> list[Manifest]:
     return [agent_condition(pods, now, stall_after_s), drain_condition(pods), topology_condition(cr)]
-
-
-def _cond(ctype: str, true: bool, reason: str, message: str) -> Manifest:
-    return {"type": ctype, "status": "True" if true else "False", "reason": reason, "message": message[:32768]}

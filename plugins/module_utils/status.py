@@ -20,6 +20,7 @@ from typing import Any
 
 from . import drain_annotations, facts, fencing, keys, ownership, stalls, tls_policy
 from .actions import Action, event
+from .conditions import MESSAGE_MAX
 from .desired import Desired
 from .observe import Observed
 from .plan import Plan
@@ -90,7 +91,7 @@ INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled whe
 
 
 def _refusal_conditions(errors: list[str]) -> list[Manifest]:
-    text = "; ".join(errors)[:32768]  # the CRD's maxLength of a condition message
+    text = "; ".join(errors)[:MESSAGE_MAX]
     return [_condition(C.READY, False, INVALID_SPEC, text),
             _condition(C.RECONCILING, False, INVALID_SPEC, "waiting for a spec change"),
             _condition(C.STALLED, True, INVALID_SPEC, text),
@@ -163,7 +164,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
                    else "NoneFound", (ownership.describe(observed.foreign) + ": they carry this shard's labels but "
                                       "not its ownership, and are ignored") if observed.foreign else ""),
         _condition(C.PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
-                   result.pause_message[:32768]),
+                   result.pause_message[:MESSAGE_MAX]),
     ]
     now = facts.parse_time(stamp) or dt.datetime.now(dt.UTC)
     conditions += stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s)
