@@ -156,8 +156,7 @@ def gather(kube: KubeClient, namespace: str, shard: str, dial_host: Callable[[st
         phase=status.get("phase") or "", pods=[],
         conditions=[(c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", ""))
                     for c in status.get("conditions") or []],
-        decommission=sorted({str(name) for settings in ((cr.get("spec") or {}).get("pools") or {}).values()
-                             for name in (settings or {}).get("decommission") or []}),
+        decommission=sorted(podinfo.cr_pod_list(cr, "decommission")),
         backup=dict(status.get("backup") or {}))
     sync_ids: set[str] | None = None
     try:

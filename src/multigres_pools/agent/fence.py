@@ -78,8 +78,7 @@ def decide(f: Facts) -> Decision:
 
 def listed_pods(shard: Obj | None) -> set[str]:
     """Every pod name in spec.pools.<pool>.fenced of the shard."""
-    pools = ((shard or {}).get("spec") or {}).get("pools") or {}
-    return {str(n) for settings in pools.values() for n in (settings or {}).get("fenced") or []}
+    return podinfo.cr_pod_list(shard, "fenced")
 
 
 def concerns(pod: Obj, listed: set[str]) -> bool:

@@ -125,6 +125,12 @@ def cr_cells(cr: Obj) -> tuple[str, ...]:
     return tuple(sorted({c for pool in pools.values() for c in pool.get("cells") or []}))
 
 
+def cr_pod_list(cr: Obj | None, field: str) -> set[str]:
+    """Every pod name the CR lists in spec.pools.<pool>.<field> (decommission, fenced), all pools."""
+    pools = ((cr or {}).get("spec") or {}).get("pools") or {}
+    return {str(name) for settings in pools.values() for name in (settings or {}).get(field) or []}
+
+
 def cr_topology(cr: Obj) -> ShardTopology | None:
     spec = cr.get("spec") or {}
     topo = spec.get("globalTopoServer") or {}
