@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup demo demo-double test soak lint ansible-lint sanity typecheck unit fuzz bench clean
+.PHONY: setup demo demo-double images test soak lint ansible-lint sanity typecheck unit fuzz bench clean
 
 setup:
 	@tools/setup.sh
@@ -36,7 +36,13 @@ typecheck: setup
 sanity: setup
 	tools/ansible_test_sanity.sh $(SANITY_ARGS)
 
-test: setup lint typecheck sanity
+# The images the install bundle and the pool pods name (images/*/Containerfile), built with buildah
+# from slim Debian bases made here and pinned sources; cached by content, so a rebuild happens only
+# when an input changed (docs/install.md "Build the images"). IMAGES=pools builds only that one.
+images: setup
+	$(PY) -m multigres_pools.images build $(IMAGES)
+
+test: setup lint typecheck sanity images
 	$(PY) -m pytest -p no:cacheprovider -m "not soak" --durations=40 $(PYTEST_ARGS)
 
 # The slow fault matrix on real Multigres (drain faults, two cells, the chaos soak: docs/reliability.md);
@@ -45,7 +51,7 @@ soak: setup
 	$(PY) -m pytest -p no:cacheprovider -m soak $(PYTEST_ARGS)
 
 unit: setup
-	$(PY) -m pytest -p no:cacheprovider -m "not cluster" $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not images" $(PYTEST_ARGS)
 
 # The input fuzzer for longer, with fresh randomness (make test runs 150 fixed examples per fuzz test):
 # no traceback for any input of the CLI and the shard_render/shard_reconcile modules.

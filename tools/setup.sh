@@ -12,6 +12,11 @@ need_apt=()
 command -v go >/dev/null || need_apt+=(golang-go)
 command -v openssl >/dev/null || need_apt+=(openssl)
 command -v lua5.4 >/dev/null || need_apt+=(lua5.4)  # runs the ArgoCD health check in tests
+# make images: the OCI builder, the slim Debian bases, and the runtime its tests run the images on.
+command -v buildah >/dev/null || need_apt+=(buildah)
+command -v mmdebstrap >/dev/null || need_apt+=(mmdebstrap)
+command -v containerd >/dev/null || need_apt+=(containerd)
+command -v runc >/dev/null || need_apt+=(runc)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

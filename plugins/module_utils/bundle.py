@@ -27,7 +27,7 @@ with runtime_requirements():  # requirements_guard.py: the modules check deps.py
 NAMESPACE = keys.INSTALL_NAMESPACE
 OPERATOR = keys.OPERATOR_COMPONENT
 AGENT = keys.AGENT_COMPONENT
-DEFAULT_IMAGE = "ghcr.io/multigres/pools:0.1.0"
+DEFAULT_IMAGE = keys.POOLS_IMAGE
 # Watched when nothing else is asked for: a namespace every cluster has, so the bundle applies as is.
 DEFAULT_WATCH_NAMESPACES = ("default",)
 _UID = 65532  # a fixed non-root uid, so runAsNonRoot is verifiable whatever the image's USER

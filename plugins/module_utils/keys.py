@@ -18,6 +18,13 @@ SHARD_KIND: Final = "MultigresShard"  # Final: its literal type is the model's `
 SHARD_PLURAL = "multigresshards"
 SHARD_SHORT_NAME = "mgs"
 
+# The project's own images, the one place their names are made: the install bundle, the ArgoCD
+# sidecar, the Ansible Operator image and `make images` read them. The tag is the release, the
+# version galaxy.yml and pyproject.toml carry (tests/unit/packaging checks the three agree).
+RELEASE = "0.1.0"
+POOLS_IMAGE = f"ghcr.io/multigres/pools:{RELEASE}"
+ANSIBLE_OPERATOR_IMAGE = f"ghcr.io/multigres/pools-ansible-operator:{RELEASE}"
+
 # One server-side-apply field manager for every object we own; status uses its own manager so a
 # spec apply never takes ownership of status fields (and vice versa).
 FIELD_MANAGER = "multigres-pools"

@@ -494,6 +494,12 @@ def _lock() -> Iterator[None]:
         yield
 
 
+def ensure_multigres(progress: Progress = print) -> Path:
+    """Only the Multigres binaries (what `make images` copies into its images); their directory."""
+    with _lock():
+        return _ensure_multigres(progress)
+
+
 def available() -> Toolchain | None:
     """The cached toolchain if every part is complete, else None. Builds nothing."""
     if not all(_complete(d) for d in (multigres_dir(), postgres_dir(), pgbackrest_dir())):

@@ -5,7 +5,6 @@ Python packages plus what our image adds (multigres_pools.ansible_operator_image
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -13,18 +12,12 @@ import subprocess
 from pathlib import Path
 
 from multigres_pools.ansible_operator_image import ansible_core_pin
+from multigres_pools.images.catalog import OPERATOR_BASE_SOURCES, base_pins
 from multigres_pools.playground import ansible_operator
 from multigres_pools.playground.localstack import free_port
 from tests.helpers.collection import REPO, build_collection, cached_venv
 
-BASE_DIR = Path("images") / "ansible-operator"  # in the ansible-operator-plugins module
 RUNNER_DIR = Path("/tmp/ansible-operator/runner")  # where ansible-operator writes ansible-runner's inputs
-
-
-def base_pins(module: Path) -> list[str]:
-    """The base image's packages as its Pipfile.lock pins them (`name==version`)."""
-    lock = json.loads((module / BASE_DIR / "Pipfile.lock").read_text())
-    return [f"{name}{spec['version']}" for name, spec in sorted(lock["default"].items())]
 
 
 def operator_python() -> Path:
@@ -33,7 +26,7 @@ def operator_python() -> Path:
     meta/requirements.txt, which upgrade some of the base's packages). Built once per machine
     (tests/helpers/collection.py)."""
     module = ansible_operator.module_dir()
-    base = [*base_pins(module), str(module / BASE_DIR / "ansible_runner_http")]
+    base = [*base_pins(module), str(module / OPERATOR_BASE_SOURCES / "ansible_runner_http")]
     ours = (ansible_core_pin(REPO), "-r", str(REPO / "meta" / "requirements.txt"))
     return cached_venv(*base, over=ours) / "bin" / "python"
 

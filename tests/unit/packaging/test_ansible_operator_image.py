@@ -22,7 +22,7 @@ def test_the_checked_in_build_context_is_current():
 
 def test_the_image_builds_on_the_release_we_test_and_installs_ansible_core_2_19():
     text = image.containerfile(REPO)
-    assert f"FROM quay.io/operator-framework/ansible-operator:{ansible_operator.VERSION}\n" in text
+    assert f"ARG BASE=quay.io/operator-framework/ansible-operator:{ansible_operator.VERSION}\nFROM ${{BASE}}\n" in text
     assert image.ansible_core_pin(REPO).startswith("ansible-core==2.19.")
     assert f"pip3 install --no-cache-dir {image.ansible_core_pin(REPO)} -r " in text
     runtime = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())["requires_ansible"]

@@ -1,0 +1,133 @@
+"""The images `make images` builds, in build order, and where each one's name comes from:
+
+| image | name from | recipe |
+|---|---|---|
+| pools | keys.POOLS_IMAGE (the install bundle's Deployments) | images/pools/Containerfile |
+| multigres, pgctld | model.RELEASE_IMAGES for v0.1.0 (what pool pods default to) | images/multigres, images/pgctld |
+| ansible-operator-base | the Ansible Operator's own base, ansible_operator.VERSION | images/ansible-operator-base |
+| ansible-operator | keys.ANSIBLE_OPERATOR_IMAGE (generated: ansible_operator_image.py) | images/ansible-operator |
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.model import RELEASE_IMAGES
+
+from multigres_pools import ansible_operator_image
+from multigres_pools.images import inputs
+from multigres_pools.images.debian import KEYRING, MIRROR, DebianBase
+from multigres_pools.images.lock import pins
+from multigres_pools.playground import ansible_operator, toolchain
+
+BOOKWORM, TRIXIE = DebianBase("bookworm"), DebianBase("trixie")
+V0_1 = RELEASE_IMAGES[keys.MultigresVersion.V0_1_0]
+# Upstream's multigres image carries these five; pgctld has an image of its own.
+MULTIGRES_COMMANDS = ("multigres", "multiadmin", "multigateway", "multiorch", "multipooler")
+POOLS_LOCK = Path("images") / "pools" / "requirements.txt"
+# The Ansible Operator base's sources, inside the ansible-operator-plugins Go module.
+OPERATOR_BASE_SOURCES = Path("images") / "ansible-operator"
+
+# pgBackRest comes from sid (docs/development.md "Images"); the pin keeps every other package on
+# the image's own suite.
+SID_SOURCES = f"deb [signed-by={KEYRING}] {MIRROR} sid main\n"
+SID_PIN = ("# Only what a Containerfile names as pkg/sid, and what that needs, comes from sid.\n"
+           "Package: *\nPin: release n=sid\nPin-Priority: 100\n")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str                                   # short name: images/<name>/Containerfile
+    ref: str                                    # the reference manifests and pods name
+    base: DebianBase | str                      # a Debian base, or the name of an earlier recipe
+    inputs: Callable[[Path], tuple[inputs.Input, ...]]  # the build context, given the checkout
+    version: str                                # org.opencontainers.image.version
+    user: int                                   # the numeric uid the image runs as
+    build_args: dict[str, str] = field(default_factory=dict)
+    # Python requirements the build's pip installs from an index: make images serves them as
+    # wheels it fetched itself (inputs.served_wheels); they are part of the content key.
+    wheels: Callable[[Path], tuple[str, ...]] = lambda _repo: ()
+
+    def containerfile(self, repo: Path) -> Path:
+        return repo / "images" / self.name / "Containerfile"
+
+
+def base_pins(module: Path) -> list[str]:
+    """The Ansible Operator base image's Python packages as its Pipfile.lock pins them."""
+    lock = json.loads((module / OPERATOR_BASE_SOURCES / "Pipfile.lock").read_text())
+    return [f"{name}{spec['version']}" for name, spec in sorted(lock["default"].items())]
+
+
+def _pools(repo: Path) -> tuple[inputs.Input, ...]:
+    return (inputs.wheelhouse("wheels", repo, repo / POOLS_LOCK),)
+
+
+def _sid() -> tuple[inputs.Input, ...]:
+    return inputs.text("sid.list", SID_SOURCES), inputs.text("sid.pref", SID_PIN)
+
+
+def _multigres(repo: Path) -> tuple[inputs.Input, ...]:
+    return (*_sid(), inputs.binaries("bin", toolchain.multigres_dir() / "bin", MULTIGRES_COMMANDS))
+
+
+def _pgctld(repo: Path) -> tuple[inputs.Input, ...]:
+    return (*_sid(), inputs.file("pgctld", toolchain.multigres_dir() / "bin" / "pgctld", 0o755))
+
+
+def _operator_base_wheels(repo: Path) -> tuple[str, ...]:
+    # setuptools and wheel build the ansible_runner_http plugin from its source folder.
+    return (*base_pins(ansible_operator.module_dir()), "setuptools", "wheel")
+
+
+def _operator_wheels(repo: Path) -> tuple[str, ...]:
+    return (ansible_operator_image.ansible_core_pin(repo), *pins(repo / "meta" / "requirements.txt"))
+
+
+def _operator_base(repo: Path) -> tuple[inputs.Input, ...]:
+    module = ansible_operator.module_dir()
+    return (inputs.file("ansible-operator", ansible_operator.binary(), 0o755),
+            inputs.text("requirements.txt", "\n".join(base_pins(module)) + "\n"),
+            inputs.tree("ansible_runner_http", module / OPERATOR_BASE_SOURCES / "ansible_runner_http"))
+
+
+def _operator(repo: Path) -> tuple[inputs.Input, ...]:
+    generated = ansible_operator_image.files(repo)
+    return (inputs.text("requirements.txt", generated[Path("requirements.txt")]),
+            inputs.collection_tarball(f"multigres-pools-{keys.RELEASE}.tar.gz", repo))
+
+
+def _tag(ref: str) -> str:
+    return ref.rsplit(":", 1)[1]
+
+
+RECIPES = (
+    Recipe("pools", keys.POOLS_IMAGE, BOOKWORM, _pools, keys.RELEASE, 65532),
+    Recipe("multigres", V0_1.multigres, TRIXIE, _multigres, _tag(V0_1.multigres), 65532),
+    Recipe("pgctld", V0_1.pgctld, TRIXIE, _pgctld, _tag(V0_1.pgctld), 999),
+    Recipe("ansible-operator-base", ansible_operator_image.BASE_IMAGE, BOOKWORM, _operator_base,
+           ansible_operator.VERSION, 1001, wheels=_operator_base_wheels),
+    Recipe("ansible-operator", keys.ANSIBLE_OPERATOR_IMAGE, "ansible-operator-base", _operator, keys.RELEASE, 1001,
+           wheels=_operator_wheels),
+)
+BY_NAME = {recipe.name: recipe for recipe in RECIPES}
+
+
+def prerequisites(names: tuple[str, ...]) -> None:
+    """Build the Go binaries the chosen images copy in (cached per machine: make setup builds them)."""
+    if {"multigres", "pgctld"} & set(names):
+        toolchain.ensure_multigres()
+    if "ansible-operator-base" in names:
+        ansible_operator.resolve()
+
+
+def with_bases(names: tuple[str, ...], recipes: tuple[Recipe, ...] = RECIPES) -> tuple[Recipe, ...]:
+    """The named recipes plus every recipe they are built FROM, in build order."""
+    wanted = set(names)
+    for recipe in reversed(recipes):
+        if recipe.name in wanted and isinstance(recipe.base, str):
+            wanted.add(recipe.base)
+    return tuple(r for r in recipes if r.name in wanted)

@@ -1,0 +1,89 @@
+"""The image recipes and their single sources, checked without building anything."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+from packaging.requirements import Requirement
+
+from multigres_pools.images import build, catalog, inputs
+from multigres_pools.images.lock import pins
+from multigres_pools.images.steps import ImageBuildError, run
+from tests.helpers.collection import REPO
+
+
+def _name(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", requirement.split("==")[0].lower())
+
+
+def test_release_is_the_collection_and_package_version() -> None:
+    galaxy = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert keys.RELEASE == galaxy == project
+    assert keys.POOLS_IMAGE.endswith(f":{keys.RELEASE}") and keys.ANSIBLE_OPERATOR_IMAGE.endswith(f":{keys.RELEASE}")
+
+
+def test_every_shipped_reference_to_the_project_image_is_the_one_name() -> None:
+    sidecar = (REPO / "gitops" / "argocd" / "repo-server-sidecar.yaml").read_text()
+    assert re.findall(r"image: (\S+)", sidecar) == [keys.POOLS_IMAGE]
+    for deployment in ("operator-deployment.yaml", "agent-deployment.yaml"):
+        assert re.findall(r"image: (\S+)", (REPO / "manifests" / deployment).read_text()) == [keys.POOLS_IMAGE]
+
+
+def test_runtime_lock_agrees_with_the_pins_and_the_declared_dependencies() -> None:
+    lock = {_name(p): p.split("==")[1] for p in pins(REPO / catalog.POOLS_LOCK)}
+    development = {_name(p): p.split("==")[1] for p in pins(REPO / "requirements.txt")}
+    for name, version in lock.items():
+        assert development.get(name, version) == version, f"{name}: lock {version}, pinned {development[name]}"
+    for declared in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
+        req = Requirement(declared)
+        assert _name(req.name) in lock, f"{req.name} is a dependency but not in {catalog.POOLS_LOCK}"
+        assert req.specifier.contains(lock[_name(req.name)]), f"{req.name} {lock[_name(req.name)]} not {req.specifier}"
+    assert not {"pytest", "ruff", "mypy", "psycopg", "molecule", "ansible-lint", "hypothesis"} & set(lock)
+
+
+@pytest.mark.parametrize("recipe", catalog.RECIPES, ids=lambda r: r.name)
+def test_each_recipe_takes_its_base_as_an_argument_and_runs_as_its_numeric_user(recipe: catalog.Recipe) -> None:
+    text = recipe.containerfile(REPO).read_text()
+    assert re.search(r"^ARG BASE=\S+$", text, re.M) and re.search(r"^FROM \$\{BASE\}", text, re.M)
+    users = re.findall(r"^USER (\S+)$", text, re.M)
+    assert users and users[-1].split(":")[0] == str(recipe.user)
+
+
+def test_with_bases_puts_a_base_before_what_is_built_from_it() -> None:
+    order = [r.name for r in catalog.with_bases(("ansible-operator", "pools"))]
+    assert order == ["pools", "ansible-operator-base", "ansible-operator"]
+
+
+def test_the_content_key_follows_every_input(tmp_path: Path) -> None:
+    folder = tmp_path / "images" / "x"
+    folder.mkdir(parents=True)
+    containerfile = folder / "Containerfile"
+    containerfile.write_text("ARG BASE\nFROM ${BASE}\n")
+    recipe = catalog.Recipe("x", "example/x:1", catalog.BOOKWORM, lambda _r: (), "1", 1000)
+
+    def key(base: str = "b", args: dict[str, str] | None = None, note: str = "n") -> str:
+        return build._key(recipe, tmp_path, base, args or {"A": "1"}, (inputs.text("note", note),))
+
+    first = key()
+    assert key() == first
+    assert len({first, key(base="c"), key(args={"A": "2"}), key(note="m")}) == 4
+    containerfile.write_text("ARG BASE\nFROM ${BASE}\nUSER 1000\n")
+    assert key() != first
+
+
+def test_a_missing_tool_names_the_step() -> None:
+    with pytest.raises(ImageBuildError, match=r"^make the thing: no-such-builder not found on PATH"):
+        run(["no-such-builder", "bud"], "make the thing")
+
+
+def test_a_failing_step_ends_with_its_output() -> None:
+    with pytest.raises(ImageBuildError) as failure:
+        run(["sh", "-c", "echo first; echo the-cause >&2; exit 3"], "step one")
+    assert str(failure.value).splitlines()[0] == "step one: sh -c echo first; echo the-cause >&2; exit 3 exited 3:"
+    assert str(failure.value).splitlines()[-1] == "the-cause"
