@@ -24,6 +24,7 @@ SHARD_SHORT_NAME = "mgs"
 RELEASE = "0.1.0"
 POOLS_IMAGE = f"ghcr.io/multigres/pools:{RELEASE}"
 ANSIBLE_OPERATOR_IMAGE = f"ghcr.io/multigres/pools-ansible-operator:{RELEASE}"
+EXECUTION_ENVIRONMENT_IMAGE = f"ghcr.io/multigres/pools-ee:{RELEASE}"
 
 # One server-side-apply field manager for every object we own; status uses its own manager so a
 # spec apply never takes ownership of status fields (and vice versa).

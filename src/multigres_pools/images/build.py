@@ -27,7 +27,7 @@ from multigres_pools.images.steps import ImageBuildError, digest
 from multigres_pools.playground.binaries import cache_root
 
 Progress = Callable[[str], None]
-LOCAL_PREFIX = "localhost/multigres-pools"  # buildah-only names: bases and keyed builds
+LOCAL_PREFIX = catalog.LOCAL_NAMES  # buildah-only names: bases and keyed builds
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Built:
 
     def line(self) -> str:
         how = f"built in {self.seconds:.0f}s" if self.seconds else "cached"
-        return (f"{self.name:<22} {self.ref:<52} {self.digest[:19]}  {self.compressed_bytes / 1e6:7.1f} MB  "
+        return (f"{self.name:<26} {self.ref:<52} {self.digest[:19]}  {self.compressed_bytes / 1e6:7.1f} MB  "
                 f"{how:<14} {self.archive}")
 
 
@@ -118,8 +118,11 @@ def _build_one(recipe: catalog.Recipe, repo: Path, base_ref: str, key: str, buil
               inputs.served_wheels(recipe.wheels(repo), progress) as pip_args):
             context = Path(tmp)
             inputs.materialise(items, context)
-            tool.bud(recipe.containerfile(repo), context, local_ref,
-                     {**build_args, **pip_args, "BASE": base_ref}, log)
+            containerfile = recipe.containerfile(repo)
+            if recipe.generate is not None:
+                context = recipe.generate(containerfile, context)
+                containerfile = context / "Containerfile"
+            tool.bud(containerfile, context, local_ref, {**build_args, **pip_args, recipe.base_arg: base_ref}, log)
         archive = partial / "image.tar"
         tool.push_archive(local_ref, archive, recipe.ref, log)
         (partial / "packages.txt").write_text(tool.packages(local_ref, log))

@@ -6,11 +6,14 @@
 | multigres, pgctld | model.RELEASE_IMAGES for v0.1.0 (what pool pods default to) | images/multigres, images/pgctld |
 | ansible-operator-base | the Ansible Operator's own base, ansible_operator.VERSION | images/ansible-operator-base |
 | ansible-operator | keys.ANSIBLE_OPERATOR_IMAGE (generated: ansible_operator_image.py) | images/ansible-operator |
+| execution-environment-base | a local name, a build base (root) | images/execution-environment-base |
+| execution-environment | keys.EXECUTION_ENVIRONMENT_IMAGE | images/execution-environment/*.yml (ansible-builder) |
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +25,7 @@ from multigres_pools import ansible_operator_image
 from multigres_pools.images import inputs
 from multigres_pools.images.debian import KEYRING, MIRROR, DebianBase
 from multigres_pools.images.lock import pins
+from multigres_pools.images.steps import run
 from multigres_pools.playground import ansible_operator, toolchain
 
 BOOKWORM, TRIXIE = DebianBase("bookworm"), DebianBase("trixie")
@@ -31,6 +35,10 @@ MULTIGRES_COMMANDS = ("multigres", "multiadmin", "multigateway", "multiorch", "m
 POOLS_LOCK = Path("images") / "pools" / "requirements.txt"
 # The Ansible Operator base's sources, inside the ansible-operator-plugins Go module.
 OPERATOR_BASE_SOURCES = Path("images") / "ansible-operator"
+
+EE_DEFINITION = "execution-environment.yml"
+EE_INIT = "dumb-init==1.2.5"  # ansible-builder 3.1's default container init
+LOCAL_NAMES = "localhost/multigres-pools"  # images only this machine's builds refer to
 
 # pgBackRest comes from sid (docs/development.md "Images"); the pin keeps every other package on
 # the image's own suite.
@@ -51,9 +59,14 @@ class Recipe:
     # Python requirements the build's pip installs from an index: make images serves them as
     # wheels it fetched itself (inputs.served_wheels); they are part of the content key.
     wheels: Callable[[Path], tuple[str, ...]] = lambda _repo: ()
+    recipe_file: str = "Containerfile"          # images/<name>/<recipe_file>, part of the key
+    base_arg: str = "BASE"                      # the build argument that names the base
+    # For a recipe that is not a Containerfile: (recipe file, context with the inputs) -> the
+    # folder holding the Containerfile to build.
+    generate: Callable[[Path, Path], Path] | None = None
 
     def containerfile(self, repo: Path) -> Path:
-        return repo / "images" / self.name / "Containerfile"
+        return repo / "images" / self.name / self.recipe_file
 
 
 def base_pins(module: Path) -> list[str]:
@@ -100,6 +113,34 @@ def _operator(repo: Path) -> tuple[inputs.Input, ...]:
             inputs.collection_tarball(f"multigres-pools-{keys.RELEASE}.tar.gz", repo))
 
 
+def _ee_wheels(repo: Path) -> tuple[str, ...]:
+    pinned = {_project(p): p for p in pins(repo / "requirements.txt")}
+    core = [line.strip() for line in (inputs.kubernetes_core_dir(repo) / "requirements.txt").read_text().splitlines()]
+    return (ansible_operator_image.ansible_core_pin(repo), pinned["ansible-runner"],
+            *pins(repo / "meta" / "requirements.txt"), *(pinned.get(_project(r), r) for r in core if r),
+            # What ansible-builder's stages install: bindep (with PyYAML and packaging) and dumb-init.
+            "bindep", "packaging", EE_INIT, "setuptools", "wheel")
+
+
+def _project(requirement: str) -> str:
+    return requirement.split("==")[0].split(">")[0].split("<")[0].strip().lower()
+
+
+def _ee(repo: Path) -> tuple[inputs.Input, ...]:
+    return (inputs.file("ee/execution-environment.yml", repo / "images" / "execution-environment" / EE_DEFINITION),
+            inputs.collection_tarball("ee/multigres-pools.tar.gz", repo),
+            inputs.installed_collection("ee/kubernetes-core.tar.gz", inputs.kubernetes_core_dir(repo)))
+
+
+def _ee_generate(definition: Path, context: Path) -> Path:
+    """`ansible-builder create` over the definition and the two collection files beside it."""
+    out = context / "build"
+    builder = Path(sys.executable).with_name("ansible-builder")
+    run([str(builder), "create", "-f", str(context / "ee" / definition.name), "-c", str(out),
+                "--output-filename", "Containerfile"], "ansible-builder create")
+    return out
+
+
 def _tag(ref: str) -> str:
     return ref.rsplit(":", 1)[1]
 
@@ -112,6 +153,11 @@ RECIPES = (
            ansible_operator.VERSION, 1001, wheels=_operator_base_wheels),
     Recipe("ansible-operator", keys.ANSIBLE_OPERATOR_IMAGE, "ansible-operator-base", _operator, keys.RELEASE, 1001,
            wheels=_operator_wheels),
+    Recipe("execution-environment-base", f"{LOCAL_NAMES}/ee-base:{keys.RELEASE}", BOOKWORM, lambda _r: (),
+           keys.RELEASE, 0),
+    Recipe("execution-environment", keys.EXECUTION_ENVIRONMENT_IMAGE, "execution-environment-base", _ee,
+           keys.RELEASE, 1000, wheels=_ee_wheels, recipe_file=EE_DEFINITION, base_arg="EE_BASE_IMAGE",
+           generate=_ee_generate),
 )
 BY_NAME = {recipe.name: recipe for recipe in RECIPES}
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import http.server
+import io
+import json
 import shutil
 import sys
+import tarfile
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -85,6 +89,35 @@ def collection_tarball(name: str, repo: Path) -> Input:
         tarball.replace(path)
         shutil.rmtree(out)
     return Input(name, digest(["collection", source_key(repo, COLLECTION_PARTS)]), write)
+
+
+def kubernetes_core_dir(repo: Path) -> Path:
+    """kubernetes.core as make setup unpacks it from the `ansible` package (tools/setup.sh)."""
+    return repo / ".venv" / "collections" / "ansible_collections" / "kubernetes" / "core"
+
+
+def installed_collection(name: str, source: Path) -> Input:
+    """An installed collection packed back into the artifact tarball ansible-galaxy installs from.
+    The copy the `ansible` package ships leaves out some files its FILES.json lists (`.github/`), so
+    FILES.json keeps only the entries that are there, and MANIFEST.json gets that file's new checksum;
+    every file's own checksum still holds."""
+    def write(path: Path) -> None:
+        files = json.loads((source / "FILES.json").read_text())
+        files["files"] = [f for f in files["files"] if f["name"] == "." or (source / f["name"]).exists()]
+        files_json = json.dumps(files, indent=2).encode()
+        manifest = json.loads((source / "MANIFEST.json").read_text())
+        manifest["file_manifest_file"]["chksum_sha256"] = hashlib.sha256(files_json).hexdigest()
+        with tarfile.open(path, "w:gz") as tar:
+            for member, data in (("MANIFEST.json", json.dumps(manifest, indent=2).encode()),
+                                 ("FILES.json", files_json)):
+                info = tarfile.TarInfo(member)
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+            for entry in files["files"]:
+                if entry["name"] != ".":
+                    tar.add(source / entry["name"], arcname=entry["name"], recursive=False)
+    manifest = source / "MANIFEST.json"
+    return Input(name, digest([manifest.read_bytes() if manifest.is_file() else b"missing", str(source)]), write)
 
 
 def binaries(name: str, source_dir: Path, commands: tuple[str, ...]) -> Input:
