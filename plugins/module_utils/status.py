@@ -185,12 +185,13 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         "poolsReady": pools_ready,
         "orchReady": orch_ready,
         "cells": sorted({facts.labels(p).get(keys.LABEL_CELL, "") for p in pods} - {""}),
-        "podRoles": {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods
-                     if facts.labels(p).get(keys.LABEL_ROLE)},
         "conditions": conditions,
         **backup_fields,
         **_backup_state(observed.cr),
     }
+    roles = {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods if facts.labels(p).get(keys.LABEL_ROLE)}
+    if roles:  # left out when empty: server-side apply turns a map emptied of its applied keys into null
+        status["podRoles"] = roles  # (kubernetes#135841), which the CRD refuses; leaving it out removes it
     tls = _tls_status(desired, observed)
     if tls:
         status["pgbackrestTLS"] = tls
@@ -220,7 +221,8 @@ def carry_transition_times(status: Manifest, previous: Manifest, stamp: str) -> 
 def changed(previous: Manifest | None, status: Manifest) -> bool:
     if previous is None:
         return True
-    return any(previous.get(k) != v for k, v in status.items())
+    dropped = bool(previous.get("podRoles")) and "podRoles" not in status  # see compute
+    return dropped or any(previous.get(k) != v for k, v in status.items())
 
 
 def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> list[Action]:
