@@ -57,9 +57,9 @@ def waiting(pod: Mapping[str, Any]) -> Iterator[tuple[str, str, str]]:
     status = pod.get("status") or {}
     for field, kind in _KINDS:
         for entry in sorted(status.get(field) or [], key=lambda s: str(s.get("name", ""))):
-            waiting = (entry.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason"):
-                yield f"{kind} {entry.get('name', '')}", str(waiting["reason"]), str(waiting.get("message") or "")
+            state = (entry.get("state") or {}).get("waiting") or {}
+            if state.get("reason"):
+                yield f"{kind} {entry.get('name', '')}", str(state["reason"]), str(state.get("message") or "")
 
 
 def _starting_since(pod: Manifest) -> dt.datetime | None:
