@@ -200,6 +200,9 @@ class ShardCondition(StrEnum):
     # True while objects carry the shard's labels without being the shard's (ownership.py); the message
     # names them. They are ignored: never counted, patched, deleted or adopted.
     FOREIGN_OBJECTS = "ForeignObjects"
+    # True while a pool pod has a container waiting for something that will not come by itself (a bad
+    # image, a missing Secret key, a crash loop; pod_stuck.py); the message names pod, container and reason.
+    PODS_STUCK = "PodsStuck"
 
 
 # The status of each condition that means something waits or is wrong: what `multigres-pools status`
@@ -211,7 +214,7 @@ SHARD_CONDITION_ATTENTION = {
     ShardCondition.DECOMMISSION_VALID: "False", ShardCondition.WAITING_FOR_MAINTENANCE_WINDOW: "True",
     ShardCondition.PAUSED: "True", ShardCondition.AGENT_STALLED: "True", ShardCondition.DRAIN_STALLED: "True",
     ShardCondition.TOPOLOGY_UNREACHABLE: "True", ShardCondition.FOREIGN_OBJECTS: "True",
-    ShardCondition.FENCED: "True", ShardCondition.FENCE_REFUSED: "True",
+    ShardCondition.FENCED: "True", ShardCondition.FENCE_REFUSED: "True", ShardCondition.PODS_STUCK: "True",
 }
 # The pod condition the agent sets while a drain step is stuck past --stall-after.
 POD_CONDITION_DRAIN_STALLED = ShardCondition.DRAIN_STALLED.value

@@ -106,6 +106,13 @@ ALERTS = (
           f"Pool pods of {_SHARD} wait for the agent",
           f"{_SHARD} has {_C.AGENT_STALLED}=True: a pod is Terminating with the agent's finalizer, or a "
           "drain was requested and not taken up, for longer than --agent-stall-after. The pool does not move."),
+    Alert("MultigresPoolsPodsStuck",
+          _condition_true(_C.PODS_STUCK),
+          "15m", "warning",
+          f"Pool pods of {_SHARD} are stuck before they run",
+          f"{_SHARD} has {_C.PODS_STUCK}=True for 15 minutes: a pool pod's container waits on its image "
+          "(ErrImagePull, ImagePullBackOff), its configuration or a crash loop; the condition message names "
+          "the pod, the container and the kubelet's reason."),
     Alert("MultigresPoolsTopologyUnreachable",
           f"min by (namespace, shard) (multigres_pools_agent_topology_reachable {_ON_AGENT_LEADER}) == 0",
           "5m", "critical",

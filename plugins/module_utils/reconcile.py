@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, keys, observe, owned_reads, render, snapshot, spechash, stalls, task_result
+from . import facts, keys, observe, owned_reads, pod_stuck, render, snapshot, spechash, stalls, task_result
 from . import plan as planner
 from . import status as shard_status
 from .actions import Action
@@ -231,8 +231,10 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
     if cr is not None and (not plan.deleting or plan.paused):
         _set_status(decision, cr, shard_status.compute(desired, observed, plan, stamp=stamp,
                                                        agent_stall_after_s=request.stall_after()), with_events=True)
-        # Decided again when a pod's wait for the agent crosses the threshold, even if nothing changes.
-        recheck = stalls.recheck_after(observed.pods, now, request.stall_after())
+        # Decided again when a pod's wait for the agent, or a container's start, crosses its threshold,
+        # even if nothing changes.
+        recheck = min((s for s in (stalls.recheck_after(observed.pods, now, request.stall_after()),
+                                   pod_stuck.recheck_after(observed.pods, now)) if s), default=0.0)
         if recheck and not (0 < result.requeue_after <= recheck):
             result.requeue_after = recheck
     return decision

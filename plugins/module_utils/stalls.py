@@ -85,8 +85,13 @@ def agent_condition(pods: Iterable[Manifest], now: dt.datetime, stall_after_s: f
 def recheck_after(pods: Iterable[Manifest], now: dt.datetime, stall_after_s: float) -> float:
     """Seconds until the next wait crosses the threshold (0: none pending), so the shard is decided
     again then even if nothing else changes."""
-    left = [stall_after_s - (now - w.since).total_seconds() for w in agent_waits(pods)]
-    pending = [s for s in left if s > 0]
+    return seconds_until_stuck((w.since for w in agent_waits(pods)), now, stall_after_s)
+
+
+def seconds_until_stuck(sinces: Iterable[dt.datetime], now: dt.datetime, after_s: float) -> float:
+    """Seconds until the first wait that began at one of `sinces` crosses `after_s`, plus a second
+    (0: none pending); a pass asks to be decided again then."""
+    pending = [left for since in sinces if (left := after_s - (now - since).total_seconds()) > 0]
     return min(pending) + 1.0 if pending else 0.0
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import Any
 
-from . import drain_annotations, facts, fencing, keys, ownership, stalls, tls_policy
+from . import drain_annotations, facts, fencing, keys, ownership, pod_stuck, stalls, tls_policy
 from .actions import Action, event
 from .conditions import MESSAGE_MAX
 from .desired import Desired
@@ -122,13 +123,14 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     orch_ready = _orch_ready(observed)
     pools_ready = total > 0 and ready == total and len(pods) == total + sum(
         facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.DRAINED for p in pods)
-    crashloop = any(facts.crashlooping(p) for p in pods)
+    now = facts.parse_time(stamp) or dt.datetime.now(dt.UTC)
+    stuck = pod_stuck.condition(pods, now)
     rolling = result.rolling
     busy = bool(result.actions or result.waiting or result.withheld)
     # Paused: what the engine holds back leads the message (plan_pause.py).
     notes = ([result.pause_message] if result.paused else []) + result.waiting
 
-    if errors or crashloop or (empty and total):
+    if errors or stuck["status"] == "True" or (empty and total):
         phase = "Degraded"
     elif pools_ready and orch_ready and not rolling.in_progress and not busy:
         phase = "Healthy"
@@ -166,8 +168,8 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         _condition(C.PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
                    result.pause_message[:MESSAGE_MAX]),
     ]
-    now = facts.parse_time(stamp) or dt.datetime.now(dt.UTC)
     conditions += stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s)
+    conditions.append(stuck)
     conditions += fencing.conditions(desired, observed.pods)
     backup, backup_fields = _backup_condition(observed.cr)
     if backup:
@@ -183,12 +185,13 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         "poolsReady": pools_ready,
         "orchReady": orch_ready,
         "cells": sorted({facts.labels(p).get(keys.LABEL_CELL, "") for p in pods} - {""}),
-        "podRoles": {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods
-                     if facts.labels(p).get(keys.LABEL_ROLE)},
         "conditions": conditions,
         **backup_fields,
         **_backup_state(observed.cr),
     }
+    roles = {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods if facts.labels(p).get(keys.LABEL_ROLE)}
+    if roles:  # left out when empty: server-side apply turns a map emptied of its applied keys into null
+        status["podRoles"] = roles  # (kubernetes#135841), which the CRD refuses; leaving it out removes it
     tls = _tls_status(desired, observed)
     if tls:
         status["pgbackrestTLS"] = tls
@@ -218,7 +221,8 @@ def carry_transition_times(status: Manifest, previous: Manifest, stamp: str) -> 
 def changed(previous: Manifest | None, status: Manifest) -> bool:
     if previous is None:
         return True
-    return any(previous.get(k) != v for k, v in status.items())
+    dropped = bool(previous.get("podRoles")) and "podRoles" not in status  # see compute
+    return dropped or any(previous.get(k) != v for k, v in status.items())
 
 
 def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> list[Action]:
@@ -250,17 +254,28 @@ def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> lis
     return out
 
 
-# Condition type -> the reason of the Normal event when it clears. Only the operator sees AgentStalled;
-# the agent itself reports DrainStalled and TopologyUnreachable with events when they change.
-_CLEARED = {keys.ShardCondition.AGENT_STALLED: "AgentProgressing"}
+def _message(message: str) -> object:
+    return message
+
+
+# Condition type -> the reason of the Normal event when it clears, and what of its message names the
+# stuck things (a warning repeats only when that changes). Only the operator sees AgentStalled and
+# PodsStuck; the agent itself reports DrainStalled and TopologyUnreachable with events when they change.
+# PodsStuck names pods and containers: its waiting reasons alternate (ErrImagePull, ImagePullBackOff)
+# on every retry, which is no news.
+_CLEARED: dict[str, tuple[str, Callable[[str], object]]] = {
+    keys.ShardCondition.AGENT_STALLED: ("AgentProgressing", _message),
+    keys.ShardCondition.PODS_STUCK: ("PodsUnstuck", pod_stuck.subjects),
+}
 
 
 def _stall_events(cr: Manifest, before: dict[Any, Manifest], now: dict[str, Manifest]) -> list[Action]:
     """A warning when a stall condition turns True or names something else; a normal event when it clears."""
     out = []
-    for ctype, cleared in _CLEARED.items():
+    for ctype, (cleared, names) in _CLEARED.items():
         cond, was = now.get(ctype) or {}, before.get(ctype) or {}
-        if cond.get("status") == "True" and (was.get("status") != "True" or was.get("message") != cond["message"]):
+        if cond.get("status") == "True" and (was.get("status") != "True"
+                                             or names(was.get("message") or "") != names(cond["message"])):
             out.append(event(cr, "Warning", ctype, cond["message"]))
         elif cond.get("status") == "False" and was.get("status") == "True":
             out.append(event(cr, "Normal", cleared, f"{ctype} cleared: {cond.get('reason')}"))

@@ -96,3 +96,14 @@ def test_backups_on_the_screen_running_last_waiting_and_failures() -> None:
     screen = text(clean)
     assert "differential by request on play-0, started" in screen and ": 20261123-010003F (23.0 MiB)" in screen
     assert json.loads(as_json(clean))["backup"]["last"]["backupId"] == "20261123-010003F"
+
+
+def test_stuck_pods_are_on_the_screen() -> None:
+    """PodsStuck=True is listed as blocked with its message (pod, container, reason); False is not."""
+    message = ('play-1: init container postgres waiting: ImagePullBackOff '
+               '(Back-off pulling image "registry.invalid/pgctld:v9")')
+    report = _report(conditions=[("PodsStuck", "True", "ImagePullBackOff", message)])
+    assert report.blocked[0] == f"PodsStuck: {message}"
+    assert f"PodsStuck: {message}" in text(report)
+    quiet = _report(conditions=[("PodsStuck", "False", "NoPodStuck", "")])
+    assert not any(b.startswith("PodsStuck") for b in quiet.blocked)

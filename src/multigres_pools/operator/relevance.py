@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import keys, pod_stuck
 from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
 
 Obj = Mapping[str, Any]
@@ -57,6 +57,8 @@ def fingerprint(kind: str, obj: Obj) -> str:
         parts["phase"] = status.get("phase")
         parts["conditions"] = _condition_states(status)
         parts["images"] = [c.get("image") for c in (obj.get("spec") or {}).get("containers") or []]
+        # PodsStuck names waiting containers, which change no phase or pod condition.
+        parts["waiting"] = list(pod_stuck.waiting(obj))
     elif kind == "PersistentVolumeClaim":
         parts["spec"] = (obj.get("spec") or {}).get("resources")
         parts["phase"] = status.get("phase")

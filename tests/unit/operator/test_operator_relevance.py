@@ -80,3 +80,14 @@ def test_fingerprint_ignores_resource_version_but_not_images() -> None:
     assert fingerprint("Pod", a) == fingerprint("Pod", b)
     b["spec"]["containers"][0]["image"] = "pg:2"
     assert fingerprint("Pod", a) != fingerprint("Pod", b)
+
+
+def test_fingerprint_sees_a_container_start_waiting_for_its_image() -> None:
+    # Phase and pod conditions stay the same (Pending, ContainersNotReady); only the waiting reason says it.
+    a, b = pod(), pod()
+    for p in (a, b):
+        p["status"] = {"phase": "Pending", "containerStatuses": [
+            {"name": "multipooler", "state": {"waiting": {"reason": "ContainerCreating"}}}]}
+    assert fingerprint("Pod", a) == fingerprint("Pod", b)
+    b["status"]["containerStatuses"][0]["state"]["waiting"] = {"reason": "ErrImagePull", "message": "not found"}
+    assert fingerprint("Pod", a) != fingerprint("Pod", b)

@@ -34,6 +34,21 @@ def test_converged_shard_is_healthy_and_ready():
     assert cond["RollingUpdate"]["message"] == "3/3 pods updated"
 
 
+def test_pod_roles_left_out_when_no_pod_has_one_and_that_is_a_change():
+    """An empty podRoles would reach the API server as null (server-side apply, kubernetes#135841) and be
+    refused; left out, the field is removed, and a status that had roles must still be rewritten."""
+    dp = desired_pool()
+    pods, pvcs = healthy(dp)
+    obs = observed(pods, pvcs, cr=shard_cr())
+    with_roles = status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp=STAMP)
+    for pod in pods:
+        del pod["metadata"]["labels"][keys.LABEL_ROLE]
+    again = observed(pods, pvcs, cr=shard_cr(status=with_roles))
+    without = status.compute(desired(dp), again, plan(desired(dp), again, NOW), stamp=STAMP)
+    assert "podRoles" not in without
+    assert status.changed(with_roles, without) and not status.changed(without, without)
+
+
 def test_unchanged_status_keeps_transition_times_and_is_not_rewritten():
     dp = desired_pool()
     pods, pvcs = healthy(dp)

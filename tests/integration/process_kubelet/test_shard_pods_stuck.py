@@ -1,0 +1,162 @@
+"""PodsStuck on the real apiserver: a MultigresShard whose pgctld image does not exist gets pool pods
+that the process kubelet leaves waiting with ErrImagePull (as a kubelet would), the reconcile names pod,
+container and reason on the shard (and warns once), and once the image is fixed the pod is replaced and
+the condition clears.
+
+The pods run on a process kubelet of their own (a node label the shard's cell selects), whose image
+table maps the fixed images to stand-in executables that answer the probes; no Multigres is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, model, naming
+
+from multigres_pools.playground.podenv import runnable_by
+from tests.helpers.fake_agent import FakeAgent
+from tests.integration.process_kubelet.conftest import run_as_user
+from tests.integration.reconcile.rig import CELL, POOL, Rig, spec
+
+pytestmark = pytest.mark.cluster
+
+MISSING = "registry.invalid/multigres/pgctld:v0.0.0-missing"
+NODE_LABEL = "pools.multigres.com/test-node"
+SID = naming.ShardId("demo", "postgres", "default", "0-inf")
+
+# Stands in for pgctld, multipooler and postgres_exporter: serves 200 on --http-port (the probes) until SIGTERM.
+STANDIN = '''
+import http.server, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+port = next((int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--http-port=")), None)
+if port is None:
+    while True:
+        time.sleep(3600)
+class Ok(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *_):
+        pass
+http.server.ThreadingHTTPServer(("0.0.0.0", port), Ok).serve_forever()
+'''
+
+
+@pytest.fixture
+def standin_image() -> Iterator[Path]:
+    import pwd
+
+    account = pwd.getpwnam(run_as_user())
+    candidates = [os.path.realpath(sys.executable), "/usr/bin/python3", shutil.which("python3") or ""]
+    python = next((p for p in candidates if p and runnable_by(p, account.pw_uid, account.pw_gid)), None)
+    if python is None:
+        pytest.skip(f"no Python interpreter here is executable by {account.pw_name!r}")
+    image = Path(tempfile.mkdtemp(prefix="mgp-standin-image-"))
+    try:
+        image.chmod(0o755)
+        for name in ("pgctld", "multipooler", "postgres_exporter"):
+            (image / name).write_text(f"#!{python}\n{STANDIN}")
+            (image / name).chmod(0o755)
+        yield image
+    finally:
+        shutil.rmtree(image, ignore_errors=True)
+
+
+@pytest.fixture
+def own_kubelet(kube, namespace: str, standin_image: Path) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    from multigres_pools.playground.process_kubelet import ImageSpec, ProcessKubelet
+
+    release = model.RELEASE_IMAGES[keys.MultigresVersion.V0_1_0]
+    standin = ImageSpec(path_dirs=[str(standin_image)])
+    images = dict.fromkeys((release.multigres, release.pgctld, model.DEFAULT_EXPORTER_IMAGE), standin)
+    kubelet = ProcessKubelet(kube.api_client(), images, run_as_user(), namespace=namespace,
+                             node_labels={NODE_LABEL: namespace}, backoff=(1.0, 4.0))
+    kubelet.start()
+    try:
+        yield kubelet
+    finally:
+        kubelet.stop()
+
+
+def _body(namespace: str, **images: str) -> dict[str, Any]:
+    # The cell selects this test's node only, so no other kubelet of the package binds the pod.
+    return {**spec(1), "cellTopologyLabels": {CELL: {NODE_LABEL: namespace}},
+            **({"images": images} if images else {})}
+
+
+def _stuck(rig: Rig) -> dict[str, Any]:
+    cr = rig.cr() or {}
+    return next((c for c in (cr.get("status") or {}).get("conditions") or []
+                 if c["type"] == keys.ShardCondition.PODS_STUCK), {})
+
+
+def _pass_until(rig: Rig, done: Any, timeout: float, what: str) -> dict[str, Any]:
+    """Reconcile passes with the agent's turns between them (no operator runs here) until `done(condition)`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rig.run(name="demo")
+        cond = _stuck(rig)
+        if done(cond):
+            return cond
+        rig.agent.step()
+        rig.agent.publish_roles()
+        time.sleep(0.5)
+    status = (rig.cr() or {}).get("status") or {}
+    raise AssertionError(f"{what} not reached within {timeout}s; status: {status}; last plan: {rig.results[-1].plan}")
+
+
+def test_a_missing_image_is_named_on_the_shard_and_clears_once_fixed(  # type: ignore[no-untyped-def]
+        kube, namespace, kube_client, own_kubelet):
+    rig = Rig(kube_client, namespace, FakeAgent(kube.api_client(), namespace), own_kubelet)
+    pod = naming.pod_name(SID, POOL, CELL, 0)
+    rig.create_cr(_body(namespace, postgres=MISSING))
+
+    stuck = _pass_until(rig, lambda c: c.get("status") == "True", 90, "PodsStuck=True")
+    print(f"PodsStuck: {stuck['reason']}: {stuck['message']}")
+    live = rig.pods()[pod]
+    waiting = live["status"]["initContainerStatuses"][0]["state"]["waiting"]
+    assert MISSING in waiting["message"]  # the kubelet's words, repeated on the shard:
+    assert stuck["reason"] == "ErrImagePull"
+    assert stuck["message"] == f"{pod}: init container postgres waiting: ErrImagePull ({waiting['message']})"
+    assert (rig.cr() or {})["status"]["phase"] == "Degraded"
+    events = [e for e in kube_client.list("v1", "Event", namespace, "")
+              if e["involvedObject"].get("kind") == keys.SHARD_KIND and e.get("reason") == "PodsStuck"]
+    assert len(events) == 1 and events[0]["type"] == "Warning" and pod in events[0]["message"]
+    # The status screen lists it under "blocked".
+    screen = subprocess.run([sys.executable, "-m", "multigres_pools.cli", "status", "demo", "-n", namespace,
+                             "--kubeconfig", str(kube.kubeconfig), "-o", "json"],
+                            capture_output=True, text=True, timeout=120)
+    assert screen.returncode == 0, screen.stderr
+    assert f"PodsStuck: {stuck['message']}" in json.loads(screen.stdout)["blocked"]
+
+    before = facts.uid(live)
+    rig.client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, "demo",
+                           {"spec": {"images": {"postgres": None}}}, field_manager="test")  # back to the default
+    # A rolling update waits for the pool to settle (every pod Ready), which a pod that never started does
+    # not: as the runbook says, delete it; the engine drains it (external deletion) and recreates it.
+    rig.run(name="demo")
+    assert "waits for pools to settle" in " ".join(rig.results[-1].plan)
+    rig.client.delete("v1", "Pod", namespace, pod)
+
+    def replaced_and_started(cond: dict[str, Any]) -> bool:
+        live = rig.pods().get(pod) or {}
+        sidecar = ((live.get("status") or {}).get("initContainerStatuses") or [{}])[0]
+        return facts.uid(live) not in (None, before) and bool(sidecar.get("started")) and bool(cond)
+
+    cleared = _pass_until(rig, replaced_and_started, 180, "the pod replaced and its pgctld started")
+    assert cleared["status"] == "False" and cleared["reason"] == "NoPodStuck" and cleared["message"] == ""
+    after = rig.pods()[pod]
+    assert after["spec"]["initContainers"][0]["image"] == model.RELEASE_IMAGES[keys.MultigresVersion.V0_1_0].pgctld
+    assert all("waiting" not in (s.get("state") or {}) for s in after["status"].get("initContainerStatuses") or [])
+    reasons = {e.get("reason") for e in kube_client.list("v1", "Event", namespace, "")
+               if e["involvedObject"].get("kind") == keys.SHARD_KIND}
+    assert "PodsUnstuck" in reasons
