@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("images: interrupted; nothing half-built was kept", file=sys.stderr)
         return 130
-    print(f"{'IMAGE':<26} {'REFERENCE':<52} {'DIGEST':<19}  {'SIZE':>10}  {'':<14} ARCHIVE")
+    print(f"{'IMAGE':<26} {'REFERENCE':<52} {'DIGEST':<19}  {'SIZE':>10}  {'BUILD':<14} ARCHIVE")
     for item in built:
         print(item.line())
     return 0

@@ -90,7 +90,8 @@ def _debian_base(base: DebianBase, tool: Buildah, progress: Progress) -> tuple[s
 
 def _key(recipe: catalog.Recipe, repo: Path, base_key: str, build_args: dict[str, str],
          items: tuple[inputs.Input, ...]) -> str:
-    parts = [recipe.name, recipe.ref, recipe.containerfile(repo).read_bytes(), base_key, *recipe.wheels(repo)]
+    parts: list[bytes | str] = [recipe.name, recipe.ref, recipe.containerfile(repo).read_bytes(), base_key,
+                                *recipe.wheels(repo)]
     parts += [f"{k}={v}" for k, v in sorted(build_args.items())]
     parts += [p for item in items for p in (item.name, item.key)]
     return digest(parts)

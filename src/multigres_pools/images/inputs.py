@@ -33,7 +33,7 @@ COLLECTION_PARTS = (*WHEEL_PARTS, "watches.yaml", "changelogs", "docs", "example
 class Input:
     name: str                           # path inside the context
     key: str                            # content key
-    write: Callable[[Path], None]       # writes the input at the given path
+    write: Callable[[Path], object]     # writes the input at the given path (what it returns is unused)
 
 
 def text(name: str, content: str) -> Input:

@@ -99,3 +99,10 @@ def test_a_failing_step_ends_with_its_output() -> None:
         run(["sh", "-c", "echo first; echo the-cause >&2; exit 3"], "step one")
     assert str(failure.value).splitlines()[0] == "step one: sh -c echo first; echo the-cause >&2; exit 3 exited 3:"
     assert str(failure.value).splitlines()[-1] == "the-cause"
+
+
+def test_the_registry_mirror_example_overrides_the_bundle_image() -> None:
+    folder = REPO / "examples" / "registry-mirror"
+    overlay = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    assert [(folder / r).resolve() for r in overlay["resources"]] == [(REPO / "manifests").resolve()]
+    assert [i["name"] for i in overlay["images"]] == [keys.POOLS_IMAGE.rsplit(":", 1)[0]]
