@@ -38,6 +38,10 @@ OPERATOR_BASE_SOURCES = Path("images") / "ansible-operator"
 
 EE_DEFINITION = "execution-environment.yml"
 EE_INIT = "dumb-init==1.2.5"  # ansible-builder 3.1's default container init
+# Build-time Python tools the images' own pip runs (ansible_runner_http's build, ansible-builder's
+# bindep stage), pinned like everything else; packaging at the version the project pins.
+BUILD_TOOLS = ("setuptools==84.2.1", "wheel==0.48.0")
+BINDEP = ("bindep==2.14.0", "packaging==26.4")
 LOCAL_NAMES = "localhost/multigres-pools"  # images only this machine's builds refer to
 
 # pgBackRest comes from sid (docs/development.md "Images"); the pin keeps every other package on
@@ -93,7 +97,7 @@ def _pgctld(repo: Path) -> tuple[inputs.Input, ...]:
 
 def _operator_base_wheels(repo: Path) -> tuple[str, ...]:
     # setuptools and wheel build the ansible_runner_http plugin from its source folder.
-    return (*base_pins(ansible_operator.module_dir()), "setuptools", "wheel")
+    return (*base_pins(ansible_operator.module_dir()), *BUILD_TOOLS)
 
 
 def _operator_wheels(repo: Path) -> tuple[str, ...]:
@@ -119,7 +123,7 @@ def _ee_wheels(repo: Path) -> tuple[str, ...]:
     return (ansible_operator_image.ansible_core_pin(repo), pinned["ansible-runner"],
             *pins(repo / "meta" / "requirements.txt"), *(pinned.get(_project(r), r) for r in core if r),
             # What ansible-builder's stages install: bindep (with PyYAML and packaging) and dumb-init.
-            "bindep", "packaging", EE_INIT, "setuptools", "wheel")
+            *BINDEP, EE_INIT, *BUILD_TOOLS)
 
 
 def _project(requirement: str) -> str:

@@ -116,8 +116,7 @@ def installed_collection(name: str, source: Path) -> Input:
             for entry in files["files"]:
                 if entry["name"] != ".":
                     tar.add(source / entry["name"], arcname=entry["name"], recursive=False)
-    manifest = source / "MANIFEST.json"
-    return Input(name, digest([manifest.read_bytes() if manifest.is_file() else b"missing", str(source)]), write)
+    return Input(name, digest([_bytes(source / "MANIFEST.json"), _bytes(source / "FILES.json")]), write)
 
 
 def binaries(name: str, source_dir: Path, commands: tuple[str, ...]) -> Input:

@@ -3,10 +3,12 @@ the toy image (and, when the toolchain is installed, Multigres v0.1.0) for this 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,27 +60,34 @@ def kube(_workload_cluster) -> Kube:  # type: ignore[no-untyped-def]
     return Kube(_workload_cluster.kubeconfig, _workload_cluster.server, _workload_cluster.version)
 
 
-@pytest.fixture(scope="package")
-def toy_image() -> Iterator[Path]:
-    """A directory holding `toy` (a script whose interpreter the run-as user may execute). Not under
-    pytest's basetemp: every pytest run on the machine resets /tmp/pytest-of-<user> to 0700."""
+@contextlib.contextmanager
+def script_image(prefix: str, scripts: dict[str, str]) -> Iterator[Path]:
+    """A directory of executable Python scripts, an "image" for the process kubelet, run by an
+    interpreter the run-as user may execute. Not under pytest's basetemp: every pytest run on the
+    machine resets /tmp/pytest-of-<user> to 0700."""
     import pwd
-    import tempfile
 
     account = pwd.getpwnam(run_as_user())
     candidates = [os.path.realpath(sys.executable), "/usr/bin/python3", shutil.which("python3") or ""]
     python = next((p for p in candidates if p and runnable_by(p, account.pw_uid, account.pw_gid)), None)
     if python is None:
         pytest.skip(f"no Python interpreter here is executable by {account.pw_name!r}")
-    image = Path(tempfile.mkdtemp(prefix="mgp-toy-image-"))
+    image = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         image.chmod(0o755)
-        toy = image / "toy"
-        toy.write_text(f"#!{python}\n" + (HERE / "toy.py").read_text())
-        toy.chmod(0o755)
+        for name, body in scripts.items():
+            (image / name).write_text(f"#!{python}\n{body}")
+            (image / name).chmod(0o755)
         yield image
     finally:
         shutil.rmtree(image, ignore_errors=True)
+
+
+@pytest.fixture(scope="package")
+def toy_image() -> Iterator[Path]:
+    """A directory holding `toy` (playground's toy.py)."""
+    with script_image("mgp-toy-image-", {"toy": (HERE / "toy.py").read_text()}) as image:
+        yield image
 
 
 def make_kubelet(kube: Kube, toy_image: Path, **kwargs):  # type: ignore[no-untyped-def]

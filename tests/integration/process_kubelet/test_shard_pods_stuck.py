@@ -10,11 +10,8 @@ table maps the fixed images to stand-in executables that answer the probes; no M
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +20,8 @@ from typing import Any
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, model, naming
 
-from multigres_pools.playground.podenv import runnable_by
 from tests.helpers.fake_agent import FakeAgent
-from tests.integration.process_kubelet.conftest import run_as_user
+from tests.integration.process_kubelet.conftest import run_as_user, script_image
 from tests.integration.reconcile.rig import CELL, POOL, Rig, spec
 
 pytestmark = pytest.mark.cluster
@@ -53,22 +49,9 @@ http.server.ThreadingHTTPServer(("0.0.0.0", port), Ok).serve_forever()
 
 @pytest.fixture
 def standin_image() -> Iterator[Path]:
-    import pwd
-
-    account = pwd.getpwnam(run_as_user())
-    candidates = [os.path.realpath(sys.executable), "/usr/bin/python3", shutil.which("python3") or ""]
-    python = next((p for p in candidates if p and runnable_by(p, account.pw_uid, account.pw_gid)), None)
-    if python is None:
-        pytest.skip(f"no Python interpreter here is executable by {account.pw_name!r}")
-    image = Path(tempfile.mkdtemp(prefix="mgp-standin-image-"))
-    try:
-        image.chmod(0o755)
-        for name in ("pgctld", "multipooler", "postgres_exporter"):
-            (image / name).write_text(f"#!{python}\n{STANDIN}")
-            (image / name).chmod(0o755)
+    with script_image("mgp-standin-image-", dict.fromkeys(("pgctld", "multipooler", "postgres_exporter"),
+                                                          STANDIN)) as image:
         yield image
-    finally:
-        shutil.rmtree(image, ignore_errors=True)
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys
+from ansible_collections.multigres.pools.plugins.module_utils.model import Pool
 from packaging.requirements import Requirement
 
 from multigres_pools.images import build, catalog, inputs
@@ -106,3 +107,10 @@ def test_the_registry_mirror_example_overrides_the_bundle_image() -> None:
     overlay = yaml.safe_load((folder / "kustomization.yaml").read_text())
     assert [(folder / r).resolve() for r in overlay["resources"]] == [(REPO / "manifests").resolve()]
     assert [i["name"] for i in overlay["images"]] == [keys.POOLS_IMAGE.rsplit(":", 1)[0]]
+
+
+def test_image_users_are_the_ones_pods_and_the_bundle_run_as() -> None:
+    """A kubelet checks runAsNonRoot against the image's numeric USER; the pods set their own uid,
+    and the images' files must belong to it: the two must agree."""
+    assert catalog.BY_NAME["pgctld"].user == Pool.model_fields["fs_group"].default
+    assert catalog.BY_NAME["pools"].user == bundle._UID
