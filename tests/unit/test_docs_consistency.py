@@ -1,0 +1,81 @@
+"""The prose docs say only what the code defines: no placeholder left in them, no annotation or
+label key that keys.py does not spell, no drain state that keys.DrainState does not have."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+
+from tests.helpers.collection import REPO
+
+DOCS = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
+
+PLACEHOLDER = re.compile(r"\b(?:\w*PLACEHOLDER|TODO|TBD)\b")
+# A key under multigres.com (pools., drain. or bare) not itself inside a URL or a longer name. Names
+# start and end alphanumeric, so `kubectl annotate ... key-` (removal) reads as `key`, while a
+# wildcard (`drain.multigres.com/*`) or a Kind (`pools.multigres.com/MultigresShard`) is no key.
+KEY = re.compile(r"(?<![\w./:-])((?:[a-z0-9-]+\.)*multigres\.com/[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?![\w/])")
+STATE_TOKEN = r"[a-z][a-z-]*"
+# Where the docs name a drain state: a value of the state annotation (`state=x`, `state: x`), a
+# backticked transition (`a → b`, `a -> b`), or "drain in/from/to `x`".
+STATE_VALUE = re.compile(rf"{re.escape(keys.ANN_DRAIN_STATE)}(?:=|:\s+)({STATE_TOKEN})")
+TRANSITION = re.compile(rf"`({STATE_TOKEN}(?:\s*(?:→|->)\s*{STATE_TOKEN})+)`")
+DRAIN_IN = re.compile(rf"\bdrain (?:is |in |from |to |back to |state )`({STATE_TOKEN})`")
+
+
+def known_keys() -> set[str]:
+    """Every string constant of keys.py: label and annotation keys, finalizers, the API group."""
+    return {value for name, value in vars(keys).items() if name.isupper() and isinstance(value, str)}
+
+
+def placeholders(text: str) -> list[str]:
+    return PLACEHOLDER.findall(text)
+
+
+def unknown_keys(text: str, known: set[str]) -> list[str]:
+    return [key for key in KEY.findall(text) if key not in known]
+
+
+def unknown_drain_states(text: str) -> list[str]:
+    states = {str(s) for s in keys.DrainState}
+    named = STATE_VALUE.findall(text) + DRAIN_IN.findall(text)
+    for chain in TRANSITION.findall(text):
+        steps = re.split(r"\s*(?:→|->)\s*", chain)
+        if states.intersection(steps):  # a chain of drain states, not of something else
+            named += steps
+    return [name for name in named if name not in states]
+
+
+def problems(text: str) -> list[str]:
+    return ([f"placeholder {p}" for p in placeholders(text)]
+            + [f"key {k} not in keys.py" for k in unknown_keys(text, known_keys())]
+            + [f"drain state {s} not in keys.DrainState" for s in unknown_drain_states(text)])
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_doc_names_only_what_the_code_defines(doc: Path) -> None:
+    assert problems(doc.read_text()) == []
+
+
+def test_the_checks_catch_what_they_are_for() -> None:
+    text = ("Where the seconds go:\nPHASES_PLACEHOLDER\nTBD.\n"
+            "`pools.multigres.com/no-such-key` and `multigres.com/rolez`; "
+            "`drain.multigres.com/state=external-deletion`, `requested → external-deletion`, "
+            "a drain in `stuck`.")
+    assert problems(text) == [
+        "placeholder PHASES_PLACEHOLDER", "placeholder TBD",
+        "key pools.multigres.com/no-such-key not in keys.py", "key multigres.com/rolez not in keys.py",
+        "drain state external-deletion not in keys.DrainState", "drain state stuck not in keys.DrainState",
+        "drain state external-deletion not in keys.DrainState",
+    ]
+
+
+def test_what_is_not_a_key_or_a_state_passes() -> None:
+    text = ("`pools.multigres.com/v1alpha1`, `pools.multigres.com/MultigresShard`, `drain.multigres.com/*`, "
+            "`multigres.com/{cluster,pool}`, https://multigres.com/docs, "
+            "`kubectl annotate mgs demo pools.multigres.com/paused-`, `3 -> 2`, `scale-up → scale-down`, "
+            "`acknowledged -> draining`, drain in `requested`, TODOS and todo.")
+    assert problems(text) == []
