@@ -18,6 +18,8 @@ import time
 import uuid
 from collections.abc import Callable
 
+from bench.context import print_context
+
 GOAL_S = 0.5
 
 
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
         with Cluster() as cluster:
             result = bench(cluster.api_client(), cluster.topo_etcd.endpoint, args.runs)
+    print_context()
     d = result["drain_s"]
     print(f"drain requested -> ready-for-deletion: median {d * 1000:.1f} ms over {args.runs} runs "
           f"(goal < {GOAL_S * 1000:.0f} ms: {'met' if d < GOAL_S else 'NOT met'})")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
+from bench.context import print_context
 from multigres_pools.playground.localstack import PodTimeline, wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 from multigres_pools.playground.writeload import WriteLoad
@@ -87,6 +88,7 @@ def main() -> None:
     engine = statistics.median(e for _, e in drains)
     total = statistics.median(a + e for a, e in drains)
     go = GO_REQUEUE_S * GO_STEPS
+    print_context()
     print(f"{len(drains)} drains on Multigres v0.1.0 ({args.replicas} -> {FLOOR} replicas, write load on; "
           f"whole run {time.monotonic() - started:.0f} s)")
     print(f"{'median':40}{'seconds':>10}")

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.context import print_context
 from multigres_pools.playground import toolchain as toolchain_module
 from multigres_pools.playground.local_provisioner import LocalProvisionerCluster
 from multigres_pools.playground.localstack import wait_for
@@ -134,6 +135,7 @@ def main() -> None:
             ("idle CPU (% of a core)", base.idle_cpu_pct, mine.idle_cpu_pct),
             ("PSS (MiB)", base.pss_mib, mine.pss_mib),
             ("processes", float(base.processes), float(mine.processes))]
+    print_context()
     print(f"{'':26}{'local provisioner':>20}{'multigres.pools':>18}{'ratio':>8}")
     for name, a, b in rows:
         print(f"{name:26}{a:20.1f}{b:18.1f}{(b / a if a else float('nan')):8.2f}")

@@ -34,6 +34,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
 
+from bench.context import print_context
 from multigres_pools.playground.localstack import (
     Process,
     child_env,
@@ -332,7 +333,8 @@ def _measure(sizes: list[int], pattern_shards: int, trials: int, workdir: Path) 
 
     med = {mode: statistics.median(v) for mode, v in latency.items()}
     print()
-    print("date: 2026-11-23; same machine, same run; times are wall clock")
+    print_context()
+    print("same machine, same run; times are wall clock")
     for mode, what in (("warm", "ours, warm runners"), ("cold", "ours, --no-warm-runners"),
                        ("pattern", "Ansible Operator pattern (runner per event)")):
         print(_line(f"spec change -> first write: {what}", med[mode], goal=1.0 if mode == "warm" else None,

@@ -29,6 +29,8 @@ import yaml
 from ansible_collections.multigres.pools.plugins.module_utils import keys, kube, model, render
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
 
+from bench.context import print_context
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 GOAL_RATIO, GOAL_NOOP_S = 20.0, 0.3
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
         with Cluster() as cluster:
             r = bench(str(cluster.kubeconfig))
+    print_context()
     ratio = r["anchor_s"] / r["ours_s"]
     print(f"one shard, 3 cells x 2 pools x 3 replicas: {r['objects']} objects "
           f"({r['created_writes']} write requests in our pass)")

@@ -15,6 +15,8 @@ import time
 
 from ansible_collections.multigres.pools.plugins.module_utils import model, render
 
+from bench.context import print_context
+
 
 def shard_spec(i: int) -> dict:
     cells = ["zone-a", "zone-b", "zone-c"]
@@ -55,6 +57,7 @@ def main() -> None:
     specs = [shard_spec(i) for i in range(args.shards)]
     render_s, objects = best_of(args.repeat, lambda: render_all(specs))
     anchor_s, _ = best_of(args.repeat, lambda: [json.dumps(o, sort_keys=True) for o in objects])
+    print_context()
     pods = sum(1 for o in objects if o["kind"] == "Pod")
     print(f"shards: {args.shards} (3 cells x 2 pools x 3 replicas) -> {len(objects)} objects, {pods} pods")
     print(f"render: {render_s:.3f} s  ({len(objects) / render_s:,.0f} objects/s)  goal < 2 s: "
