@@ -219,7 +219,8 @@ class PoolPlanner:
                 reason = keys.DrainReason.DRAINED_DISCARD if pod.is_drained else keys.DrainReason.EXTERNAL_DELETION
                 self.out.add(request_drain(self.ctx, pod, reason, "deleted from outside"))
                 self.out.add([self.ctx.event(pod.obj, "Warning", "ExternalDeletion",
-                                             f"pod {pod.name} was deleted from outside; draining it first")])
+                                             f"pod {pod.name} was deleted from outside; the agent takes it out of "
+                                             "synchronous replication and unregisters it before it goes")])
                 self.out.busy = True
                 return
         members = self.view.members()

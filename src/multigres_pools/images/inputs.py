@@ -71,8 +71,17 @@ def wheelhouse(name: str, repo: Path, lock: Path) -> Input:
     cache has them."""
     def write(path: Path) -> None:
         path.mkdir(parents=True)
-        run([*_pip(), "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(path), str(repo)],
-            "build the multigres-pools wheel")
+        # From a copy of exactly the keyed parts: an in-tree build leaves build/ in the checkout,
+        # and setuptools would carry a module deleted since into the next wheel from it.
+        with tempfile.TemporaryDirectory(prefix="wheel-src-") as tmp:
+            for part in WHEEL_PARTS:
+                source = repo / part
+                if source.is_dir():
+                    shutil.copytree(source, Path(tmp) / part, ignore=shutil.ignore_patterns("__pycache__"))
+                elif source.is_file():
+                    shutil.copy2(source, Path(tmp) / part)
+            run([*_pip(), "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(path), tmp],
+                "build the multigres-pools wheel")
         run([*_pip(), "wheel", "-q", "--no-deps", "--only-binary=:all:", "-w", str(path), "-r", str(lock)],
             f"fetch the wheels pinned in {lock.name}")
     return Input(name, digest(["wheelhouse", source_key(repo, WHEEL_PARTS), lock.read_bytes(), sys.version]), write)

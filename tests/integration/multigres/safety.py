@@ -195,7 +195,12 @@ def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str],
 def assert_nothing_lost(watched: Watched, more: int = 50) -> None:
     """The load still flows, and every write PostgreSQL acknowledged is on the primary."""
     watched.load.wait_for_acks(more, timeout=180)
-    assert watched.load.missing() == []
+    where = watched.load.find_primary()
+    missing = watched.load.missing(where)
+    assert missing == [], (f"{len(missing)} of {len(watched.load.acked)} acknowledged writes are not on {where} "
+                           f"(first {missing[:5]}, last {missing[-5:]}; ids acknowledged last: "
+                           f"{watched.load.acked[-5:]}); out of recovery: "
+                           f"{[(m.pod, m.ip) for m in watched.stack.members() if m.primary]}")
 
 
 def no_record_left(stack: MultigresStack, pod_names: list[str], cells: tuple[str, ...] = ("zone1",)) -> None:
