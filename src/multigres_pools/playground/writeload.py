@@ -109,14 +109,17 @@ class WriteLoad(threading.Thread):
             time.sleep(0.05)
 
     def missing(self, host: str | None = None) -> list[int]:
-        """Acknowledged ids that the primary (or `host`) does not have."""
+        """Acknowledged ids that the primary (or `host`) does not have. Only ids acknowledged before
+        the read starts count: one acknowledged while the SELECT runs may be newer than its snapshot
+        (this race once reported the newest write as lost while the load kept going)."""
+        acked = set(self.acked)
         where = host or self.find_primary()
         if where is None:
             raise RuntimeError("no primary to read the written rows from")
         with psycopg.connect(self.dsn(where), connect_timeout=5) as conn, conn.cursor() as cur:
             cur.execute(f"SELECT id FROM {self.table}")
             present = {row[0] for row in cur.fetchall()}
-        return sorted(set(self.acked) - present)
+        return sorted(acked - present)
 
     def longest_outage(self) -> Outage:
         gaps = [(b - a, a) for a, b in zip(self.ack_times, self.ack_times[1:], strict=False)]
