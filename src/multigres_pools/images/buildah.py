@@ -7,6 +7,7 @@ import json
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from multigres_pools.images.steps import ImageBuildError, run
 
@@ -75,19 +76,30 @@ class Buildah:
             self._run(f"remove {ref}", "rmi", ref, log=log)
 
 
+@dataclass(frozen=True)
+class ArchiveImage:
+    """The one image in an OCI archive: its manifest's digest, the manifest and the image config."""
+    digest: str
+    manifest: dict[str, Any]
+    config: dict[str, Any]
+
+
+def read_archive(archive: Path) -> ArchiveImage:
+    with tarfile.open(archive) as tar:
+        def blob(name: str) -> Any:
+            member = tar.extractfile(name)
+            if member is None:
+                raise ImageBuildError(f"{archive}: {name} is missing")
+            return json.load(member)
+
+        (manifest_ref,) = blob("index.json")["manifests"]
+        manifest = blob("blobs/" + manifest_ref["digest"].replace(":", "/"))
+        config = blob("blobs/" + manifest["config"]["digest"].replace(":", "/"))
+    return ArchiveImage(manifest_ref["digest"], manifest, config)
+
+
 def archive_facts(archive: Path) -> ArchiveFacts:
     """The manifest digest and stored size of the one image in an OCI archive."""
-    with tarfile.open(archive) as tar:
-        def blob(digest: str) -> bytes:
-            member = tar.extractfile("blobs/" + digest.replace(":", "/"))
-            if member is None:
-                raise ImageBuildError(f"{archive}: blob {digest} is missing")
-            return member.read()
-
-        index_file = tar.extractfile("index.json")
-        if index_file is None:
-            raise ImageBuildError(f"{archive}: no index.json")
-        (manifest_ref,) = json.load(index_file)["manifests"]
-        manifest = json.loads(blob(manifest_ref["digest"]))
-    size = manifest["config"]["size"] + sum(layer["size"] for layer in manifest["layers"])
-    return ArchiveFacts(digest=manifest_ref["digest"], compressed_bytes=size)
+    image = read_archive(archive)
+    size = image.manifest["config"]["size"] + sum(layer["size"] for layer in image.manifest["layers"])
+    return ArchiveFacts(digest=image.digest, compressed_bytes=size)

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import signal
 import subprocess
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from multigres_pools.images.buildah import read_archive
 from multigres_pools.playground import reaper
 
 NAMESPACE = "multigres-pools"
@@ -50,17 +49,7 @@ class ImageConfig:
 
 def image_config(archive: Path) -> ImageConfig:
     """The configuration of the one image in an OCI archive (what `ctr run` applies)."""
-    with tarfile.open(archive) as tar:
-        def blob(digest: str) -> dict[str, object]:
-            member = tar.extractfile("blobs/" + digest.replace(":", "/"))
-            assert member is not None, digest
-            return dict(json.load(member))
-        index = tar.extractfile("index.json")
-        assert index is not None
-        (entry,) = json.load(index)["manifests"]
-        manifest = blob(entry["digest"])
-        config = blob(manifest["config"]["digest"])["config"]  # type: ignore[index]
-    assert isinstance(config, dict)
+    config = read_archive(archive).config["config"]
     env = dict(item.split("=", 1) for item in config.get("Env") or [])
     return ImageConfig(config.get("User", ""), config.get("Entrypoint") or [], config.get("Cmd") or [], env,
                        config.get("WorkingDir", ""), config.get("Labels") or {})
