@@ -17,6 +17,10 @@ command -v buildah >/dev/null || need_apt+=(buildah)
 command -v mmdebstrap >/dev/null || need_apt+=(mmdebstrap)
 command -v containerd >/dev/null || need_apt+=(containerd)
 command -v runc >/dev/null || need_apt+=(runc)
+# The real node (playground/realnode): pod networking and the rules kube-proxy and kube-router write.
+[ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
+command -v iptables >/dev/null || need_apt+=(iptables)
+command -v ipset >/dev/null || need_apt+=(ipset)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

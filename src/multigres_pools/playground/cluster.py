@@ -43,6 +43,13 @@ CONTROLLERS = ("garbage-collector-controller", "disruption-controller", "namespa
                "persistentvolume-protection-controller")
 # Deployments become ReplicaSets and pods only with these; a kubelet (process_kubelet.py) then runs them.
 WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller")
+# What a real kubelet's cluster needs besides (realnode/): Services get endpoints (kube-proxy, CoreDNS),
+# PVCs get provisioned and bound, the node gets its pod CIDR (kube-router), pods get kube-root-ca.crt.
+NODE_CONTROLLERS = ("endpoints-controller", "endpointslice-controller", "persistentvolume-binder-controller",
+                    "node-ipam-controller", "root-ca-certificate-publisher-controller",
+                    "pod-garbage-collector-controller", "ephemeral-volume-controller")
+KUBERNETES_SERVICE_IP = "10.96.0.1"  # the first address of SERVICE_CIDR
+SERVICE_CIDR = "10.96.0.0/20"
 
 
 free_port = ports.free_port  # where tests and the playground have always imported it from
@@ -88,7 +95,7 @@ class Etcd:
         if _etcd_supports_no_fsync(self.binary):
             args.append("--unsafe-no-fsync")  # test data is throw-away; fsync dominates latency
         self._offset = ports.log_size(self.log)
-        self.process = _spawn(args, self.log)
+        self.process = spawn(args, self.log)
 
     def wait_ready(self, timeout: float = 30) -> None:
         """Until /health answers; a start that hit a taken port is repeated on new ports (if picked)."""
@@ -106,14 +113,14 @@ class Etcd:
                 self.port, self.peer_port = ports.free_ports(2)
                 self.start()
             assert self.process is not None, "start() first"
-            ports.wait_bound(self.process, lambda: _http_ok(f"{self.endpoint}/health", context), timeout,
+            ports.wait_bound(self.process, lambda: http_ok(f"{self.endpoint}/health", context), timeout,
                              f"etcd on {self.endpoint}", self.log, self._offset)
 
         ports.start_with_retries(attempt, "etcd")
         self._picked = False  # served once: a restart keeps its ports and its data
 
     def stop(self) -> None:
-        _stop(self.process)
+        stop_process(self.process)
 
     def restart(self, down: float = 0.0) -> None:
         """SIGKILL it (a crash), leave it down `down` seconds, start it again on the same ports and data
@@ -129,7 +136,7 @@ def _etcd_supports_no_fsync(binary: Path) -> bool:
     return "--unsafe-no-fsync" in out.stdout + out.stderr
 
 
-def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+def spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as handle:
         # A new session so a Ctrl-C in the parent terminal does not race our own orderly shutdown, and
         # one process group to reap if this run is killed (reaper.py).
@@ -138,7 +145,7 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     return popen
 
 
-def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
+def http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2, context=context) as resp:
             return bool(resp.status == 200)
@@ -146,7 +153,7 @@ def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
         return False
 
 
-def _stop(process: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
+def stop_process(process: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
     if process is None or process.poll() is not None:
         return
     process.send_signal(signal.SIGTERM)
@@ -173,15 +180,28 @@ def _kubeconfig(server: str, p: pki.Pki) -> str:
     }, indent=2)
 
 
+@dataclass(frozen=True)
+class NodeNetwork:
+    """A real node's network (realnode/): the API server binds to its bridge address, so pods reach it
+    through the `kubernetes` Service; the controller-manager gives the node `pod_cidr`."""
+
+    host: str
+    pod_cidr: str
+
+
 class Cluster:
     """kube-apiserver + kube-controller-manager + etcd, plus a separate topology etcd."""
 
-    def __init__(self, workdir: Path | None = None, *, workload_controllers: bool = False) -> None:
+    def __init__(self, workdir: Path | None = None, *, workload_controllers: bool = False,
+                 node: NodeNetwork | None = None) -> None:
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="mgp-cluster-"))
-        self.controllers = CONTROLLERS + (WORKLOAD_CONTROLLERS if workload_controllers else ())
+        self.node = node
+        self.host = node.host if node else "127.0.0.1"
+        self.controllers = (CONTROLLERS + (WORKLOAD_CONTROLLERS if workload_controllers or node else ())
+                            + (NODE_CONTROLLERS if node else ()))
         self.paths = binaries.resolve()
         self.version = binaries.KUBE_VERSION
-        self.pki = pki.generate(self.workdir / "pki")
+        self.pki = pki.generate(self.workdir / "pki", (node.host, KUBERNETES_SERVICE_IP) if node else ())
         self.api_etcd = Etcd(self.paths["etcd"], self.workdir / "etcd-api", self.workdir / "etcd-api.log")
         self.topo_etcd = Etcd(self.paths["etcd"], self.workdir / "etcd-topo", self.workdir / "etcd-topo.log")
         self.port = free_port()
@@ -193,7 +213,7 @@ class Cluster:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"https://{self.host}:{self.port}"
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Cluster:
@@ -213,10 +233,10 @@ class Cluster:
         return self
 
     def stop(self) -> None:
-        _stop(self._controller_manager)
-        _stop(self._apiserver)
+        stop_process(self._controller_manager)
+        stop_process(self._apiserver)
         for etcd in (self.topo_etcd, self.api_etcd):
-            _stop(etcd.process)
+            stop_process(etcd.process)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def restart_apiserver(self, down: float = 0.0) -> None:
@@ -252,24 +272,29 @@ class Cluster:
         args = [
             str(self.paths["kube-apiserver"]),
             f"--etcd-servers={self.api_etcd.endpoint}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--bind-address={self.host}", f"--advertise-address={self.host}",
             f"--tls-cert-file={p.serving_cert}", f"--tls-private-key-file={p.serving_key}",
             f"--client-ca-file={p.ca_cert}",
             f"--service-account-key-file={p.sa_public}", f"--service-account-signing-key-file={p.sa_private}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             # Room for a fleet: every shard has a ClusterIP Service (bench.operator_loop makes 550).
-            "--service-cluster-ip-range=10.96.0.0/20",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=RBAC",
             "--allow-privileged=true",
-            # The ServiceAccount admission plugin rejects pods until the controller has created the
-            # namespace's default ServiceAccount; tests create pods in brand-new namespaces.
-            "--disable-admission-plugins=ServiceAccount",
             # As a hardened cluster runs it: a blocking ownerReference needs the owner's finalizers (ownership.py).
             "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
             "--enable-priority-and-fairness=false",
             "--profiling=false",
             "--cert-dir", str(self.workdir / "apiserver-certs"),
         ]
+        if self.node:
+            # logs, exec and port-forward reach the kubelet with the admin certificate (it trusts our CA).
+            args += [f"--kubelet-client-certificate={p.admin_cert}", f"--kubelet-client-key={p.admin_key}"]
+        else:
+            # The ServiceAccount admission plugin rejects pods until the controller has created the
+            # namespace's default ServiceAccount; tests create pods in brand-new namespaces. A real
+            # node's pods need it: it mounts their API token.
+            args.append("--disable-admission-plugins=ServiceAccount")
         context = self.ssl_context()
 
         def attempt(n: int) -> None:
@@ -277,8 +302,8 @@ class Cluster:
                 self.port = free_port()
             port_args = [*args, f"--secure-port={self.port}"]
             offset = ports.log_size(log)
-            self._apiserver = _spawn(port_args, log)
-            ports.wait_bound(self._apiserver, lambda: _http_ok(f"{self.server}/readyz", context), 120,
+            self._apiserver = spawn(port_args, log)
+            ports.wait_bound(self._apiserver, lambda: http_ok(f"{self.server}/readyz", context), 120,
                              f"kube-apiserver on {self.server}", log, offset)
 
         ports.start_with_retries(attempt, "kube-apiserver")
@@ -295,8 +320,12 @@ class Cluster:
             "--use-service-account-credentials=false",
             f"--root-ca-file={self.pki.ca_cert}",
         ]
+        if self.node:
+            args += ["--allocate-node-cidrs=true", f"--cluster-cidr={self.node.pod_cidr}",
+                     f"--node-cidr-mask-size={self.node.pod_cidr.rsplit('/', 1)[1]}",
+                     f"--service-cluster-ip-range={SERVICE_CIDR}"]
         self._cm_offset = ports.log_size(self._cm_log)
-        self._controller_manager = _spawn(args, self._cm_log)
+        self._controller_manager = spawn(args, self._cm_log)
 
     def _wait_controllers(self) -> None:
         """The controller-manager is up once its service-account controller made `default/default`; one

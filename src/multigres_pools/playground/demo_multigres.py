@@ -9,6 +9,10 @@ first); check that every acknowledged write is still there; delete the shard; st
 Progress is one line per change, readable in a log or CI (no redrawn screen).
 Run: `make demo` (or `python -m multigres_pools.playground.demo_multigres --workdir DIR` to keep the
 logs of every component in DIR; a temporary work directory is removed after a passing run).
+
+The pods run on the real node (containers on a real kubelet, the operator and agent installed from
+the bundle) when this machine can run one, else on the process kubelet; the first line says which
+and why (`--node real|process` chooses).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from .localstack import PodEvent, PodTimeline, wait_for
 from .multigres_stack import Member, MultigresStack
+from .realnode.preflight import NODES, choose
 from .writeload import WriteLoad
 
 Manifest = dict[str, Any]
@@ -172,9 +177,13 @@ def run(stack: MultigresStack, out: TextIO) -> bool:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="multigres-pools-demo", description=__doc__.split("\n\n")[0])
     p.add_argument("--workdir", type=Path, help="where the stack lives (default: a temporary directory)")
+    p.add_argument("--node", choices=("auto", *NODES), default="auto",
+                   help="who runs the pods (default %(default)s: the real node when this machine can run one)")
     args = p.parse_args(argv)
+    node, why = choose(args.node)
+    print(f"demo: pods run on the {node} {'node' if node == 'real' else 'kubelet'} ({why})", flush=True)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mgp-demo-"))
-    stack = MultigresStack(workdir, namespace="demo", progress=lambda s: print(s, flush=True))
+    stack = MultigresStack(workdir, namespace="demo", progress=lambda s: print(s, flush=True), node=node)
     started, ok = time.monotonic(), False
     try:
         stack.start()

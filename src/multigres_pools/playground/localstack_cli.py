@@ -24,6 +24,7 @@ from pathlib import Path
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
 
 from .. import cli_help
+from .realnode.preflight import NODES
 
 DEFAULT_WORKDIR = Path("/tmp/multigres-pools-localstack")
 PID_FILE = "localstack.pid"
@@ -34,6 +35,7 @@ UP_EXAMPLES = cli_help.examples(
     "multigres-pools localstack up                     then, in another terminal:",
     "source /tmp/multigres-pools-localstack/env && kubectl get mgs -A && psql \"$DATABASE_URL\"",
     "multigres-pools localstack up --replicas 2 --namespace demo",
+    "multigres-pools localstack up --node real          containers on a real kubelet (make images first)",
     "multigres-pools localstack up --no-shard          bring your own MultigresShard")
 DOWN_EXAMPLES = cli_help.examples("multigres-pools localstack down", "multigres-pools localstack down --timeout 300")
 
@@ -48,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--replicas", type=int, default=3, help="replicas of the sample shard (default %(default)s)")
     up.add_argument("--namespace", default="play", help="namespace of the sample shard (default %(default)s)")
     up.add_argument("--no-shard", action="store_true", help="start the stack only; apply your own MultigresShard")
+    up.add_argument("--node", choices=NODES, default="process",
+                    help="who runs the pods: the process kubelet, or a real kubelet with containerd, CNI, "
+                         "kube-proxy, CoreDNS and NetworkPolicy, the operator and agent installed from the "
+                         "bundle (docs/playground.md; default %(default)s)")
     down = sub.add_parser("down", help="stop a stack started by `up`", epilog=DOWN_EXAMPLES,
                           formatter_class=cli_help.HelpFormatter)
     down.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="as given to up (default %(default)s)")
@@ -79,7 +85,8 @@ def up(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     args.workdir.mkdir(parents=True, exist_ok=True)
     (args.workdir / PID_FILE).write_text(str(os.getpid()))
-    stack = MultigresStack(args.workdir / "stack", namespace=args.namespace, progress=lambda s: print(s, flush=True))
+    stack = MultigresStack(args.workdir / "stack", namespace=args.namespace, progress=lambda s: print(s, flush=True),
+                           node=args.node)
     try:
         stack.start()
         lines = {"KUBECONFIG": str(stack.kubeconfig), "TOPO_ETCD": f"http://{stack.topo_address}",

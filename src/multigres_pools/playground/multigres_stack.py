@@ -12,6 +12,11 @@ Multigres is simulated.
     ...
     stack.stop()
 
+With `node="real"` the pods run as containers of the images `make images` builds, on a real kubelet
+with containerd, runc, CNI, kube-proxy, CoreDNS and an enforced NetworkPolicy (realnode/), and the
+operator and the agent are installed from the bundle as docs/install.md says, into a namespace
+that enforces the restricted Pod Security profile.
+
 `multigres-pools localstack up` runs it until `localstack down` or Ctrl-C (docs/playground.md).
 """
 
@@ -44,6 +49,9 @@ from .cluster import Cluster, Etcd
 from .kubeclient import api_client
 from .localstack import Process, ensure_namespace, free_port, install_crd, wait_for
 from .process_kubelet import ProcessKubelet, toolchain_images
+from .realnode.install import install_bundle, restricted_namespace
+from .realnode.node import NodeNet, RealNode, claim
+from .realnode.preflight import NODES
 
 Manifest = dict[str, Any]
 SAMPLE = collection_root() / "examples" / "playground-shard.yaml"
@@ -77,16 +85,33 @@ class MultigresStack:
     operator_port: int = field(default_factory=free_port)
     agent_port: int = field(default_factory=free_port)
     agent_args: tuple[str, ...] = ()  # more agent flags, e.g. --grpc-ca/--grpc-cert/--grpc-key
+    node: str = "process"  # one of NODES
+    net: NodeNet | None = None
+    real: RealNode | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> MultigresStack:
+        if self.node not in NODES:
+            raise ValueError(f"node: {self.node!r} is not one of {', '.join(NODES)}")
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
-            self._start()
+            self._start_real() if self.node == "real" else self._start()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start_real(self) -> None:
+        self.net = self._step("the real node's network", claim)
+        network = self.net.cluster_network()
+        self.cluster = self._step("etcd, kube-apiserver, kube-controller-manager", lambda: Cluster(
+            self.workdir / "cluster", workload_controllers=True, node=network).start())
+        self.real = self._step("the real node: containerd, kubelet, kube-proxy, CoreDNS, kube-router, provisioner",
+                               lambda: RealNode(self.net, self.cluster, self.progress).start())  # type: ignore[arg-type]
+        self.topo = self._step("the topology etcd", self._start_topo)
+        restricted_namespace(self.kubeconfig, self.namespace)
+        self._step("the operator and the agent from the install bundle", lambda: install_bundle(
+            self.kubeconfig, self.workdir / "bundle", (self.namespace,)))
 
     def _start(self) -> None:
         tool = self._step("the Multigres v0.1.0 toolchain", lambda: toolchain_module.ensure(self.progress))
@@ -143,10 +168,17 @@ class MultigresStack:
         else:
             raise ValueError(f"component: {component!r} is not one of {', '.join(CRASHABLE)}")
 
+    @property
+    def host_ip(self) -> str:
+        """The node's bridge address: reachable from every pod and from this machine."""
+        node = self.real or self.kubelet
+        assert node is not None, "the stack is not started"
+        return node.host_ip
+
     def _start_topo(self) -> Etcd:
-        assert self.cluster is not None and self.kubelet is not None
+        assert self.cluster is not None
         etcd = Etcd(self.cluster.paths["etcd"], self.workdir / "topo", self.workdir / "topo.log")
-        etcd.host = self.kubelet.host_ip  # reachable from the pods' network namespaces and from here
+        etcd.host = self.host_ip
         etcd.start()
         etcd.wait_ready()
         return etcd
@@ -165,12 +197,16 @@ class MultigresStack:
                 proc.stop(grace=10)
         if self.kubelet is not None:
             self.kubelet.stop()
+        if self.real is not None:
+            self.real.stop()
         if self.topo is not None and self.topo.process is not None:
             self.topo.process.kill()
             self.topo.process.wait(10)
         if self.cluster is not None:
             self.cluster.stop()
-        self.operator = self.agent = self.kubelet = self.topo = self.cluster = None
+        if self.net is not None:
+            self.net.release()
+        self.operator = self.agent = self.kubelet = self.real = self.net = self.topo = self.cluster = None
 
     # --- addresses ---------------------------------------------------------------------------------
     @property
@@ -180,8 +216,8 @@ class MultigresStack:
 
     @property
     def topo_address(self) -> str:
-        assert self.topo is not None and self.kubelet is not None, "the stack is not started"
-        return f"{self.kubelet.host_ip}:{self.topo.port}"
+        assert self.topo is not None, "the stack is not started"
+        return f"{self.host_ip}:{self.topo.port}"
 
     def kube(self) -> KubeClient:
         return connect(str(self.kubeconfig))

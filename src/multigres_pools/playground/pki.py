@@ -90,14 +90,17 @@ def issue_mutual(directory: Path, dns_names: list[str]) -> MutualTLS:
     return files
 
 
-def generate(directory: Path) -> Pki:
+def generate(directory: Path, addresses: tuple[str, ...] = ()) -> Pki:
+    """The harness CA, the API server's serving certificate (127.0.0.1 and `addresses`: a real node's
+    bridge address and the `kubernetes` Service's ClusterIP), an admin client and the SA key pair."""
     directory.mkdir(parents=True, exist_ok=True)
     pki = Pki(*(directory / n for n in ("ca.crt", "serving.crt", "serving.key", "admin.crt", "admin.key",
                                         "sa.pub", "sa.key")))
     ca_key, ca_name = _ca(pki.ca_cert, "multigres-pools-test-ca")
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in (
-        "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")]
-    sans.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
+        "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local")]
+    sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in ("127.0.0.1", *addresses)]
     # Client auth too: etcd's HTTP gateway dials its own gRPC port with the serving certificate, which
     # etcd with --client-cert-auth then checks as a client certificate.
     _leaf(pki.serving_cert, pki.serving_key, _name("kube-apiserver"), ca_key, ca_name,

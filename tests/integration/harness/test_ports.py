@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from multigres_pools.playground import binaries
-from multigres_pools.playground.cluster import Cluster, Etcd, _http_ok
+from multigres_pools.playground.cluster import Cluster, Etcd, http_ok
 
 pytestmark = pytest.mark.cluster
 
@@ -36,7 +36,7 @@ def test_etcd_starts_on_other_ports_when_its_chosen_port_is_taken(tmp_path: Path
         with _taken(chosen):
             etcd.start()
             etcd.wait_ready()
-            assert etcd.port != chosen and _http_ok(f"{etcd.endpoint}/health")
+            assert etcd.port != chosen and http_ok(f"{etcd.endpoint}/health")
         assert "address already in use" in etcd.log.read_text()  # the first start did hit it
         etcd.stop()
         with _taken(etcd.port):  # a restart keeps the ports it served on (and its data): no move

@@ -71,10 +71,12 @@ class Watched:
 
 @contextmanager
 def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStack], dict[str, Any]],
-                  replicas: int, through_gateway: bool = False, agent_args: tuple[str, ...] = ()) -> Iterator[Watched]:
+                  replicas: int, through_gateway: bool = False, agent_args: tuple[str, ...] = (),
+                  node: str = "process") -> Iterator[Watched]:
     """A started stack serving `shard` (a manifest, or a function of the stack giving one) with
-    `replicas` pool pods, under the write load (see Watched); everything stops on exit."""
-    stack = MultigresStack(workdir, progress=lambda line: print(line, flush=True), agent_args=agent_args)
+    `replicas` pool pods, under the write load (see Watched); everything stops on exit. `node`:
+    MultigresStack.node ("real": containers on a real kubelet)."""
+    stack = MultigresStack(workdir, progress=lambda line: print(line, flush=True), agent_args=agent_args, node=node)
     watched = None
     try:
         stack.start()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from multigres_pools.playground.cluster import Etcd, _stop
+from multigres_pools.playground.cluster import Etcd, stop_process
 
 
 def _etcd_binary() -> Path:
@@ -35,7 +35,7 @@ def private_etcd() -> Iterator[Etcd]:
         etcd.wait_ready()
         yield etcd
     finally:
-        _stop(etcd.process)
+        stop_process(etcd.process)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -17,7 +17,7 @@ from multigres_pools.dataplane.etcd import Etcd, EtcdTLS
 from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground import pki
 from multigres_pools.playground.cluster import Etcd as EtcdServer
-from multigres_pools.playground.cluster import _stop
+from multigres_pools.playground.cluster import stop_process
 
 from .conftest import _etcd_binary
 
@@ -32,7 +32,7 @@ def tls_etcd() -> Iterator[tuple[EtcdServer, pki.Pki]]:
         server.wait_ready()
         yield server, certs
     finally:
-        _stop(server.process)
+        stop_process(server.process)
         shutil.rmtree(work, ignore_errors=True)
 
 

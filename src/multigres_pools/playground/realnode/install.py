@@ -1,0 +1,43 @@
+"""Installing multigres.pools on the real node exactly as docs/install.md tells users: write the
+bundle with `multigres-pools install-bundle`, apply it with `kubectl apply --server-side -k`, and
+wait until the operator's and the agent's Deployments are Available (their probes pass)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+
+from ... import cli
+from .. import node_binaries
+
+
+class KubectlError(RuntimeError):
+    pass
+
+
+def kubectl(kubeconfig: Path, *args: str, check: bool = True, timeout: float = 300) -> str:
+    """Our kubectl (the cluster's own version) with the harness's admin kubeconfig; its output."""
+    argv = [str(node_binaries.resolve()["kubectl"]), f"--kubeconfig={kubeconfig}", *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    if check and done.returncode != 0:
+        raise KubectlError(f"kubectl {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")
+    return done.stdout + (done.stderr if not check else "")
+
+
+def install_bundle(kubeconfig: Path, folder: Path, namespaces: tuple[str, ...], timeout: float = 180) -> None:
+    watch = [arg for ns in namespaces for arg in ("--watch-namespace", ns)]
+    if cli.main(["install-bundle", "-o", str(folder), *watch]) != 0:
+        raise KubectlError(f"multigres-pools install-bundle -o {folder} failed")
+    kubectl(kubeconfig, "apply", "--server-side", "-k", str(folder))
+    for name in (keys.OPERATOR_COMPONENT, keys.AGENT_COMPONENT):
+        kubectl(kubeconfig, "-n", keys.INSTALL_NAMESPACE, "rollout", "status", f"deployment/{name}",
+                f"--timeout={int(timeout)}s", timeout=timeout + 30)
+
+
+def restricted_namespace(kubeconfig: Path, name: str) -> None:
+    """A namespace whose Pod Security admission enforces the restricted profile, as a cautious cluster
+    admin labels the namespaces databases run in."""
+    kubectl(kubeconfig, "create", "namespace", name, check=False)
+    kubectl(kubeconfig, "label", "--overwrite", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")

@@ -1,0 +1,247 @@
+"""The install bundle and a Multigres v0.1.0 shard on a real node: containers of the images `make
+images` builds, run by a real kubelet through containerd and runc, on Debian's CNI bridge, with
+kube-proxy, CoreDNS, local-path-provisioner and kube-router enforcing NetworkPolicy (realnode/).
+
+One stack for the module, under a steady write load through the multigateway from the start:
+what users run, checked the way they would check it (kubectl, Services, SQL)."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
+
+from multigres_pools.images import catalog
+from multigres_pools.playground.localstack import wait_for
+from multigres_pools.playground.realnode.install import KubectlError, kubectl
+from tests.integration.multigres.safety import (
+    SHARD,
+    STACK_TIMEOUT,
+    Watched,
+    app_names,
+    apply,
+    assert_nothing_lost,
+    assert_out_of_sync_set_when_deleted,
+    converge,
+    scale,
+    uids,
+    watched_stack,
+)
+
+pytestmark = [pytest.mark.realnode, pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
+
+
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
+    with watched_stack(tmp_path_factory.mktemp("realnode"), lambda stack: stack.sample_shard(replicas=3),
+                       replicas=3, through_gateway=True, node="real") as w:
+        yield w
+
+
+def _kubectl(watched: Watched, *args: str, check: bool = True) -> str:
+    return kubectl(watched.stack.kubeconfig, *args, check=check)
+
+
+def _pod_json(watched: Watched, namespace: str, selector: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(_kubectl(watched, "-n", namespace, "get", "pods", "-l", selector,
+                                                      "-o", "json"))["items"]
+    return items
+
+
+# --- the bundle under the restricted profile ------------------------------------------------------------
+def test_bundle_and_pool_pods_run_as_their_image_users_under_the_restricted_profile(watched: Watched) -> None:
+    for component in (keys.OPERATOR_COMPONENT, keys.AGENT_COMPONENT):
+        (pod,) = _pod_json(watched, keys.INSTALL_NAMESPACE, f"{keys.LABEL_APP_COMPONENT}={component}")
+        assert facts.condition_true(pod, "Ready"), f"{component} not Ready: {pod['status']}"
+        uid = _kubectl(watched, "-n", keys.INSTALL_NAMESPACE, "exec", facts.name(pod), "--", "id", "-u").strip()
+        assert uid == "65532", f"{component} runs as {uid}"
+    pool = watched.stack.pods()[0]
+    containers = {c["name"]: c for c in pool["status"]["containerStatuses"]}
+    assert all(c["ready"] for c in containers.values()), containers
+    assert _kubectl(watched, "-n", watched.stack.namespace, "exec", facts.name(pool), "-c", "postgres", "--",
+                    "id", "-u").strip() == "999"
+
+    # The namespaces are labelled enforce=restricted: what the restricted profile forbids is refused.
+    privileged = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "privileged"},
+                  "spec": {"containers": [{"name": "c", "image": catalog.NODE_HELPER_IMAGE,
+                                           "securityContext": {"privileged": True}}]}}
+    with pytest.raises(KubectlError, match="violates PodSecurity \"restricted"):
+        _apply_pod(watched, watched.stack.namespace, privileged)
+
+
+def _apply_pod(watched: Watched, namespace: str, pod: dict[str, Any]) -> None:
+    path = watched.stack.workdir / f"pod-{namespace}-{pod['metadata']['name']}.json"
+    path.write_text(json.dumps(pod))
+    _kubectl(watched, "-n", namespace, "create", "-f", str(path))
+
+
+def _service_url(watched: Watched, name: str, path: str) -> str:
+    service = json.loads(_kubectl(watched, "-n", keys.INSTALL_NAMESPACE, "get", "service", name, "-o", "json"))
+    return f"https://{service['spec']['clusterIP']}:{service['spec']['ports'][0]['port']}{path}"
+
+
+def test_operator_and_agent_metrics_answer_through_their_services_to_a_scraper_token(watched: Watched) -> None:
+    ns = "monitoring"
+    _kubectl(watched, "create", "namespace", ns, check=False)
+    _kubectl(watched, "-n", ns, "create", "serviceaccount", "scraper", check=False)
+    _kubectl(watched, "create", "clusterrolebinding", "scraper", f"--clusterrole={keys.METRICS_READER_ROLE}",
+             f"--serviceaccount={ns}:scraper", check=False)
+    token = _kubectl(watched, "-n", ns, "create", "token", "scraper").strip()
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+    for service in (f"{keys.OPERATOR_COMPONENT}-metrics", f"{keys.AGENT_COMPONENT}-metrics"):
+        url = _service_url(watched, service, "/metrics")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=5, context=insecure)
+        assert refused.value.code == 401, f"{service} without a token"
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=5, context=insecure) as resp:
+            assert resp.status == 200 and b"# TYPE" in resp.read()
+
+
+# --- NetworkPolicy, enforced by kube-router -------------------------------------------------------------
+PROBE_S = 2
+
+
+def _probe_pod(name: str, labels: dict[str, str], targets: list[tuple[str, int]]) -> dict[str, Any]:
+    """A restricted-profile pod that tries a TCP connection to each target and prints `ip:port open|closed`."""
+    script = "; ".join(f"if nc -z -w {PROBE_S} {ip} {port}; then echo {ip}:{port} open; "
+                       f"else echo {ip}:{port} closed; fi" for ip, port in targets)
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "probe", "image": catalog.NODE_HELPER_IMAGE, "command": ["/bin/sh", "-c", script],
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                    "readOnlyRootFilesystem": True}}],
+        },
+    }
+
+
+def _reachable(watched: Watched, namespace: str, name: str, labels: dict[str, str],
+               targets: list[tuple[str, int]]) -> dict[tuple[str, int], bool]:
+    _kubectl(watched, "create", "namespace", namespace, check=False)
+    _apply_pod(watched, namespace, _probe_pod(name, labels, targets))
+
+    def finished() -> bool:
+        phase = _kubectl(watched, "-n", namespace, "get", "pod", name, "-o", "jsonpath={.status.phase}")
+        return phase in ("Succeeded", "Failed")
+
+    wait_for(finished, 120, f"probe pod {namespace}/{name}", interval=1)
+    out = _kubectl(watched, "-n", namespace, "logs", name)
+    _kubectl(watched, "-n", namespace, "delete", "pod", name, "--wait=false")
+    found = {}
+    for line in out.split("\n"):
+        if line.strip():
+            target, state = line.split()
+            ip, port = target.rsplit(":", 1)
+            found[(ip, int(port))] = state == "open"
+    assert set(found) == set(targets), out
+    return found
+
+
+def test_network_policy_admits_only_the_shard_the_agent_and_clients(watched: Watched) -> None:
+    stack = watched.stack
+    pool = next(p for p in stack.pods() if facts.condition_true(p, "Ready"))
+    ip = pool["status"]["podIP"]
+    postgres, grpc, pooler_http = (ip, layout.POSTGRES), (ip, layout.MULTIPOOLER_GRPC), (ip, layout.MULTIPOOLER_HTTP)
+    targets = [postgres, grpc, pooler_http]
+    agent_labels = {keys.LABEL_APP_NAME: keys.INSTALL_APP_NAME, keys.LABEL_APP_COMPONENT: keys.AGENT_COMPONENT}
+
+    # Every pod of the shard's namespace is a client by default (spec.security.networkPolicy.clients):
+    # PostgreSQL yes, multipooler's gRPC and HTTP no.
+    same_ns = _reachable(watched, stack.namespace, "unlabelled", {}, targets)
+    assert same_ns == {postgres: True, grpc: False, pooler_http: False}
+    # Another namespace: nothing.
+    other_ns = _reachable(watched, "outsider", "outsider", {}, targets)
+    assert other_ns == {postgres: False, grpc: False, pooler_http: False}
+    # The agent's labels help only in the install namespace (namespaceSelector and podSelector).
+    elsewhere = _reachable(watched, "outsider", "agent-lookalike", agent_labels, targets)
+    assert elsewhere == {postgres: False, grpc: False, pooler_http: False}
+    agent = _reachable(watched, keys.INSTALL_NAMESPACE, "agent-peer", agent_labels, targets)
+    assert agent == {postgres: False, grpc: True, pooler_http: False}
+    # The node itself (kubelet probes, this test) is not restricted by NetworkPolicy.
+    assert _tcp_open(*pooler_http)
+
+
+def _tcp_open(ip: str, port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(PROBE_S)
+        return sock.connect_ex((ip, port)) == 0
+
+
+# --- the kubelet restarts a killed container -------------------------------------------------------------
+def test_a_killed_multipooler_is_restarted_by_the_kubelet_and_the_shard_converges(watched: Watched) -> None:
+    stack = watched.stack
+    primary = stack.primary()
+    assert primary is not None
+    victim = next(p for p in stack.pods() if facts.name(p) != primary.pod)
+    name = facts.name(victim)
+    before = {c["name"]: c["restartCount"] for c in victim["status"]["containerStatuses"]}
+    assert stack.real is not None
+    stack.real.kill_container(stack.namespace, name, "multipooler")
+
+    def restarted() -> bool:
+        pod = next((p for p in stack.pods() if facts.name(p) == name), None)
+        statuses = {c["name"]: c for c in ((pod or {}).get("status") or {}).get("containerStatuses") or []}
+        multipooler = statuses.get("multipooler") or {}
+        return multipooler.get("restartCount", 0) > before["multipooler"] and bool(multipooler.get("ready"))
+
+    wait_for(restarted, 180, f"the kubelet to restart {name}'s multipooler", interval=1)
+    stack.wait_serving(SHARD, replicas=3, timeout=300)
+    assert_nothing_lost(watched)
+
+
+# --- the story under load -------------------------------------------------------------------------------
+def test_scale_roll_scale_down_and_kubectl_delete_lose_nothing(watched: Watched) -> None:
+    stack = watched.stack
+    names = dict(app_names(stack))
+    converge(stack, scale(stack, 5), replicas=5)
+    names |= app_names(stack)
+    converge(stack, apply(stack, lambda spec: spec.setdefault("logLevels", {}).update(multipooler="debug")),
+             replicas=5)
+    names |= app_names(stack)
+    before = set(uids(stack))
+    converge(stack, scale(stack, 3), replicas=3)
+    names |= app_names(stack)
+
+    primary = stack.primary()
+    assert primary is not None
+    standby = next(p for p in stack.pods() if facts.name(p) != primary.pod)
+    _kubectl(watched, "-n", stack.namespace, "delete", "pod", facts.name(standby), "--wait=true", "--timeout=300s")
+    wait_for(lambda: len([p for p in stack.pods() if facts.condition_true(p, "Ready")]) == 3, 300,
+             "the deleted standby's replacement", interval=1)
+    stack.wait_serving(SHARD, replicas=3, timeout=300)
+    names |= app_names(stack)
+
+    deleted = [uid for uid in before | {facts.uid(standby)} if uid not in set(uids(stack))]
+    rolled = [uid for uid in deleted if uid != facts.uid(standby)]
+    assert len(rolled) >= 5, f"the rolling update and the scale-down replaced {len(rolled)} pods"
+    assert_out_of_sync_set_when_deleted(watched, names, [u for u in deleted if not _was_primary(watched, u)])
+    assert_nothing_lost(watched)
+    gap = watched.load.longest_outage()
+    print(f"real node: longest stretch without an acknowledged write through the gateway: {gap.seconds:.1f}s",
+          flush=True)
+
+
+def _was_primary(watched: Watched, uid: str) -> bool:
+    return any(e.role == keys.Role.PRIMARY for e in watched.timeline.of(uid))
+
+
+def test_pvcs_are_bound_by_the_provisioner_on_the_node(watched: Watched) -> None:
+    claims = json.loads(_kubectl(watched, "-n", watched.stack.namespace, "get", "pvc", "-o", "json"))["items"]
+    assert claims and all(c["status"]["phase"] == "Bound" for c in claims)
+    for claim in claims:
+        volume = json.loads(_kubectl(watched, "get", "pv", claim["spec"]["volumeName"], "-o", "json"))
+        assert volume["spec"]["storageClassName"] == "local-path"
+        assert volume["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == "rancher.io/local-path"
