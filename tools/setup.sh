@@ -62,9 +62,12 @@ fi
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 rm -f "$site/multigres_pools_collections.pth"  # what older set-ups wrote (the leak above)
 
-# Real etcd, kube-apiserver and kube-controller-manager, built once per machine.
+# Real etcd, kube-apiserver and kube-controller-manager, built once per machine; then the real
+# test node's kubelet, kube-proxy, kube-scheduler, kubectl and add-ons (CoreDNS, kube-router,
+# local-path-provisioner), each Go directory cached on its own (docs/development.md).
 if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
   .venv/bin/python -m multigres_pools.playground.binaries --ensure
+  .venv/bin/python -m multigres_pools.playground.node_binaries --ensure
 fi
 
 # The operator-sdk Ansible Operator binary (ansible-operator-plugins, from the Go module proxy) that

@@ -126,7 +126,7 @@ def _build_one(recipe: catalog.Recipe, repo: Path, base_ref: str, key: str, buil
             tool.bud(containerfile, context, local_ref, {**build_args, **pip_args, recipe.base_arg: base_ref}, log)
         archive = partial / "image.tar"
         tool.push_archive(local_ref, archive, recipe.ref, log)
-        (partial / "packages.txt").write_text(tool.packages(local_ref, log))
+        (partial / "packages.txt").write_text(tool.packages(local_ref, log) if recipe.debian else "")
         facts = archive_facts(archive)
     except BaseException as exc:
         # Nothing half-built keeps a name: the keyed build image goes, the real name was never set.

@@ -8,6 +8,8 @@
 | ansible-operator | keys.ANSIBLE_OPERATOR_IMAGE (generated: ansible_operator_image.py) | images/ansible-operator |
 | execution-environment-base | a local name, a build base (root) | images/execution-environment-base |
 | execution-environment | keys.EXECUTION_ENVIRONMENT_IMAGE | images/execution-environment/*.yml (ansible-builder) |
+| pause | PAUSE_IMAGE (the real node's pod sandbox) | images/pause (our pause.c, FROM scratch) |
+| node-helper | NODE_HELPER_IMAGE (the real node's helper and client pods) | images/node-helper (busybox-static) |
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ EE_INIT = "dumb-init==1.2.5"  # ansible-builder 3.1's default container init
 BUILD_TOOLS = ("setuptools==84.2.1", "wheel==0.48.0")
 BINDEP = ("bindep==2.14.0", "packaging==26.4")
 LOCAL_NAMES = "localhost/multigres-pools"  # images only this machine's builds refer to
+# The real test node's own images (playground/node_binaries.py builds its host binaries): the pod
+# sandbox containerd's CRI starts first in every pod, and busybox for local-path-provisioner's helper
+# pods and test clients. The node-helper tag is Debian's busybox-static version, which the build checks.
+PAUSE_VERSION = "3.10"
+PAUSE_IMAGE = f"{LOCAL_NAMES}/pause:{PAUSE_VERSION}"
+BUSYBOX_VERSION = "1.35.0"  # bookworm's busybox-static 1:1.35.0-4+deb12u1
+NODE_HELPER_IMAGE = f"{LOCAL_NAMES}/node-helper:{BUSYBOX_VERSION}"
 
 # pgBackRest comes from sid (docs/development.md "Images"); the pin keeps every other package on
 # the image's own suite.
@@ -68,6 +77,8 @@ class Recipe:
     # For a recipe that is not a Containerfile: (recipe file, context with the inputs) -> the
     # folder holding the Containerfile to build.
     generate: Callable[[Path, Path], Path] | None = None
+    # False for an image whose final stage is FROM scratch: no dpkg inside to list packages with.
+    debian: bool = True
 
     def containerfile(self, repo: Path) -> Path:
         return repo / "images" / self.name / self.recipe_file
@@ -145,6 +156,10 @@ def _ee_generate(definition: Path, context: Path) -> Path:
     return out
 
 
+def _pause(repo: Path) -> tuple[inputs.Input, ...]:
+    return (inputs.file("pause.c", repo / "images" / "pause" / "pause.c"),)
+
+
 def _tag(ref: str) -> str:
     return ref.rsplit(":", 1)[1]
 
@@ -162,6 +177,9 @@ RECIPES = (
     Recipe("execution-environment", keys.EXECUTION_ENVIRONMENT_IMAGE, "execution-environment-base", _ee,
            keys.RELEASE, 1000, wheels=_ee_wheels, recipe_file=EE_DEFINITION, base_arg="EE_BASE_IMAGE",
            generate=_ee_generate),
+    Recipe("pause", PAUSE_IMAGE, BOOKWORM, _pause, PAUSE_VERSION, 65535, debian=False),
+    Recipe("node-helper", NODE_HELPER_IMAGE, BOOKWORM, lambda _r: (), BUSYBOX_VERSION, 65534,
+           build_args={"BUSYBOX_VERSION": BUSYBOX_VERSION}, debian=False),
 )
 BY_NAME = {recipe.name: recipe for recipe in RECIPES}
 

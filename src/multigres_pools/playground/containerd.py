@@ -4,6 +4,7 @@ state and socket under one temporary folder, nothing shared with a containerd th
     with Containerd.started() as ctrd:
         ctrd.load(archive)                               # an OCI archive from `make images`
         out = ctrd.run(ref, ["--version"], entrypoint=True, read_only=True, tmpfs=["/tmp"])
+        task = ctrd.spawn(ref); task.pid(); task.kill("SIGTERM"); task.wait()  # a long-running one
 
 `run` uses the image's own configuration (user, environment, working directory), as a kubelet
 does, and returns what the process printed; a non-zero exit raises ContainerRunError with the output.
@@ -132,6 +133,25 @@ class Containerd:
             raise ContainerRunError(f"{ref} {' '.join(argv)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
         return done.stdout + done.stderr
 
+    def spawn(self, ref: str, args: list[str] | None = None) -> Task:
+        """Start a container of `ref` (its own ENTRYPOINT and CMD without `args`) and return at
+        once: `ctr run --rm` stays in the foreground of a child process, so its exit status is the
+        container's."""
+        name = f"task-{os.getpid()}-{next(_names)}"
+        argv = ["ctr", "--address", self.address, "--namespace", NAMESPACE, "run", "--rm", ref, name, *(args or [])]
+        popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 start_new_session=True)
+        reaper.spawned(popen, argv)
+        return Task(self, name, popen)
+
+    def task_pid(self, name: str) -> int | None:
+        """The host pid of a running task, None while it is not (yet) running."""
+        for line in self._ctr("tasks", "ls").stdout.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) == 3 and fields[0] == name and fields[2] == "RUNNING":
+                return int(fields[1])
+        return None
+
     def stop(self) -> None:
         """containerd, every shim it started, and the folder (mounts under it unmounted first)."""
         if self.popen is not None and self.popen.poll() is None:
@@ -157,6 +177,37 @@ class Containerd:
             yield ctrd.start()
         finally:
             ctrd.stop()
+
+
+@dataclass(frozen=True)
+class Task:
+    """A container started by Containerd.spawn."""
+    ctrd: Containerd
+    name: str
+    popen: subprocess.Popen[str]
+
+    def pid(self, timeout: float = 30) -> int:
+        """Its process's host pid, once it runs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.popen.poll() is not None:
+                raise ContainerRunError(f"{self.name} exited {self.popen.returncode}:\n{self.output()}")
+            pid = self.ctrd.task_pid(self.name)
+            if pid is not None:
+                return pid
+            time.sleep(0.1)
+        raise ContainerRunError(f"{self.name} did not start within {timeout}s")
+
+    def kill(self, sig: str = "SIGTERM") -> None:
+        """Signal its process, as a kubelet's StopContainer does."""
+        self.ctrd._ctr("tasks", "kill", "--signal", sig, self.name)
+
+    def wait(self, timeout: float = 30) -> int:
+        """Its exit status (ctr removes the container then)."""
+        return self.popen.wait(timeout)
+
+    def output(self) -> str:
+        return self.popen.stdout.read() if self.popen.stdout is not None and self.popen.poll() is not None else ""
 
 
 def _shims(address: str) -> list[int]:

@@ -114,3 +114,27 @@ def test_image_users_are_the_ones_pods_and_the_bundle_run_as() -> None:
     and the images' files must belong to it: the two must agree."""
     assert catalog.BY_NAME["pgctld"].user == Pool.model_fields["fs_group"].default
     assert catalog.BY_NAME["pools"].user == bundle._UID
+
+
+def test_node_images_are_importable_names_and_local() -> None:
+    assert catalog.BY_NAME["pause"].ref == catalog.PAUSE_IMAGE == f"{catalog.LOCAL_NAMES}/pause:3.10"
+    helper = catalog.BY_NAME["node-helper"]
+    assert helper.ref == catalog.NODE_HELPER_IMAGE == f"{catalog.LOCAL_NAMES}/node-helper:{catalog.BUSYBOX_VERSION}"
+    # The tag is the busybox version the build checks Debian's package against.
+    assert helper.build_args == {"BUSYBOX_VERSION": catalog.BUSYBOX_VERSION}
+    assert helper.version == catalog.BUSYBOX_VERSION
+    assert [i.name for i in catalog.BY_NAME["pause"].inputs(REPO)] == ["pause.c"]
+
+
+@pytest.mark.parametrize("recipe", [r for r in catalog.RECIPES if r.generate is None], ids=lambda r: r.name)
+def test_an_image_from_scratch_lists_no_debian_packages(recipe: catalog.Recipe) -> None:
+    """packages.txt comes from dpkg inside the image: only a final stage on the Debian base has one."""
+    stages = re.findall(r"^FROM (\S+)", recipe.containerfile(REPO).read_text(), re.M)
+    assert recipe.debian == (stages[-1] != "scratch")
+
+
+def test_pause_source_handles_what_a_sandbox_must() -> None:
+    source = (REPO / "images" / "pause" / "pause.c").read_text()
+    for needed in ("SIGTERM", "SIGINT", "SIGCHLD", "waitpid(-1", "WNOHANG", "pause()"):
+        assert needed in source
+    assert 'ENTRYPOINT ["/pause"]' in catalog.BY_NAME["pause"].containerfile(REPO).read_text()

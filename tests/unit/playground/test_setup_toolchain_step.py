@@ -67,6 +67,7 @@ def test_setup_script_parses() -> None:
 def test_setup_runs_the_toolchain_ensure_step_whose_cli_is_real(tmp_path: Path) -> None:
     calls = _run_setup(tmp_path)
     assert calls == ["-m multigres_pools.playground.binaries --ensure",
+                     "-m multigres_pools.playground.node_binaries --ensure",
                      "-m multigres_pools.playground.ansible_operator --ensure",
                      "-m multigres_pools.playground.toolchain --ensure"]
     # The recorded invocations are the real CLIs: the same modules answer --help.
@@ -78,6 +79,7 @@ def test_setup_runs_the_toolchain_ensure_step_whose_cli_is_real(tmp_path: Path) 
 
 @pytest.mark.parametrize(("env", "expected"), [
     ({"SKIP_MULTIGRES": "1"}, ["-m multigres_pools.playground.binaries --ensure",
+                               "-m multigres_pools.playground.node_binaries --ensure",
                                "-m multigres_pools.playground.ansible_operator --ensure"]),
     ({"SKIP_TEST_BINARIES": "1"}, []),
 ])
