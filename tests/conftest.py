@@ -144,9 +144,12 @@ def pytest_sessionstart(session) -> None:  # type: ignore[no-untyped-def]
     """Kill what runs that died (SIGKILL, a lost terminal) left behind, then record this run's own
     spawns (playground/reaper.py: only recorded process groups, never by ancestry)."""
     from multigres_pools.playground import reaper
+    from multigres_pools.playground.realnode import sweep
 
     for group in reaper.reap_dead_runs():
         print(f"reaper: killed process group {group.pgid} ({' '.join(group.argv)}) of a dead run", flush=True)
+    if sweep.sweep_dead_run():
+        print("reaper: removed what a dead run's real node left (containers, mounts, rules)", flush=True)
     reaper.enable()
 
 

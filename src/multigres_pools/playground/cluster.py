@@ -47,7 +47,8 @@ WORKLOAD_CONTROLLERS = ("deployment-controller", "replicaset-controller")
 # PVCs get provisioned and bound, the node gets its pod CIDR (kube-router), pods get kube-root-ca.crt.
 NODE_CONTROLLERS = ("endpoints-controller", "endpointslice-controller", "persistentvolume-binder-controller",
                     "node-ipam-controller", "root-ca-certificate-publisher-controller",
-                    "pod-garbage-collector-controller", "ephemeral-volume-controller")
+                    "pod-garbage-collector-controller", "ephemeral-volume-controller",
+                    "node-lifecycle-controller")  # lifts the not-ready taint a kubelet registers with
 KUBERNETES_SERVICE_IP = "10.96.0.1"  # the first address of SERVICE_CIDR
 SERVICE_CIDR = "10.96.0.0/20"
 
@@ -289,7 +290,8 @@ class Cluster:
         ]
         if self.node:
             # logs, exec and port-forward reach the kubelet with the admin certificate (it trusts our CA).
-            args += [f"--kubelet-client-certificate={p.admin_cert}", f"--kubelet-client-key={p.admin_key}"]
+            args += [f"--kubelet-client-certificate={p.admin_cert}", f"--kubelet-client-key={p.admin_key}",
+                     "--kubelet-preferred-address-types=InternalIP"]  # the node's name is in no DNS
         else:
             # The ServiceAccount admission plugin rejects pods until the controller has created the
             # namespace's default ServiceAccount; tests create pods in brand-new namespaces. A real

@@ -29,7 +29,6 @@ class Ports:
     proxy_metrics: int
     dns_health: int
     dns_ready: int
-    router_health: int
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,9 @@ def containerd_toml(layout: Layout) -> str:
         f"[{cri}]",
         f'  sandbox_image = "{layout.pause_image}"',
         "  enable_selinux = false",
-        "  restrict_oom_score_adj = false",
+        # This machine's root lacks CAP_SYS_RESOURCE: it cannot lower a score below its own, and runc
+        # fails (`oom_score_adj: Permission denied`) unless containerd clamps the kubelet's -998.
+        "  restrict_oom_score_adj = true",
         f"[{cri}.containerd]",
         '  snapshotter = "overlayfs"',
         '  default_runtime_name = "runc"',
@@ -98,6 +99,7 @@ def containerd_toml(layout: Layout) -> str:
         '  runtime_type = "io.containerd.runc.v2"',
         f"[{cri}.containerd.runtimes.runc.options]",
         "  SystemdCgroup = false",
+        f'  Root = "{state / "runc"}"',  # runc's own state, with the node's (not /run/containerd/runc)
         f"[{cri}.cni]",
         '  bin_dir = "/usr/lib/cni"',
         f'  conf_dir = "{layout.cni_conf_dir}"',
@@ -152,6 +154,7 @@ def kubelet_config(layout: Layout) -> dict[str, Any]:
         "clusterDNS": [layout.host_ip],
         "clusterDomain": CLUSTER_DOMAIN,
         "resolvConf": str(layout.state / "resolv.conf"),
+        "podLogsDir": str(layout.state / "pod-logs"),
         "enableControllerAttachDetach": False,
         "evictionHard": {"memory.available": "50Mi", "nodefs.available": "1%", "nodefs.inodesFree": "1%",
                          "imagefs.available": "1%"},

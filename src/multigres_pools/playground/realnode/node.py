@@ -29,11 +29,13 @@ from ...images import catalog
 from ...images.build import Built, build
 from ...paths import collection_root
 from .. import node_binaries, podnet, ports
-from ..cluster import Cluster, NodeNetwork, http_ok, spawn, stop_process
+from ..binaries import cache_root
+from ..cluster import SERVICE_CIDR, Cluster, NodeNetwork, http_ok, spawn, stop_process
 from . import config, sweep
+from .install import kubectl
 from .config import Layout, Ports
 
-STATE_ROOT = Path("/run/multigres-pools/realnode")
+STATE_ROOT = sweep.STATE_ROOT
 # The images a node runs: the sandbox, the provisioner's helper, and what the install bundle and
 # pool pods name. Imported once into the kept containerd root, again only when one was rebuilt.
 NODE_IMAGES = ("pause", "node-helper", "pools", "multigres", "pgctld")
@@ -52,7 +54,7 @@ class NodeStartError(RuntimeError):
 
 
 def kept_root() -> Path:
-    return node_binaries.binaries.cache_root() / "realnode" / "containerd"
+    return cache_root() / "realnode" / "containerd"
 
 
 @dataclass
@@ -69,6 +71,9 @@ class NodeNet:
         return NodeNetwork(self.bridge.host_ip, str(self.bridge.subnet))
 
     def release(self) -> None:
+        """Remove everything the node made and give the machine's node back; safe to call twice."""
+        if self.lock.closed:
+            return
         sweep.clean(self.state, self.bridge.name, self.sysctls_before)
         fcntl.flock(self.lock, fcntl.LOCK_UN)
         self.lock.close()
@@ -130,7 +135,7 @@ class RealNode:
         p = self.cluster.pki
         self.layout = Layout(
             state=self.net.state, containerd_root=kept_root(), bridge=self.net.bridge.name,
-            subnet=self.net.bridge.subnet, ports=Ports(*ports.free_ports(8)), kubeconfig=self.cluster.kubeconfig,
+            subnet=self.net.bridge.subnet, ports=Ports(*ports.free_ports(7)), kubeconfig=self.cluster.kubeconfig,
             ca_cert=p.ca_cert, admin_cert=p.admin_cert, admin_key=p.admin_key,
             pause_image=catalog.PAUSE_IMAGE, helper_image=catalog.NODE_HELPER_IMAGE)
 
@@ -164,11 +169,12 @@ class RealNode:
             "--bind-address=127.0.0.1", f"--secure-port={self.layout.ports.scheduler}", "--leader-elect=false"])
         self._spawn("kube-proxy", [str(paths["kube-proxy"]), f"--config={self.layout.state / 'kube-proxy.yaml'}"])
         self._spawn("coredns", [str(paths["coredns"]), "-conf", str(self.layout.state / "Corefile")])
+        # Its health port would listen on every interface: off; _wait_addons looks for its chains instead.
         self._spawn("kube-router", [
-            str(paths["kube-router"]), f"--kubeconfig={self.layout.kubeconfig}", f"--hostname-override={config.NODE_NAME}",
+            str(paths["kube-router"]), f"--kubeconfig={self.layout.kubeconfig}",
+            f"--hostname-override={config.NODE_NAME}", f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
-            f"--health-port={self.layout.ports.router_health}", "--metrics-port=0",
-            "--iptables-sync-period=5s", "--ipvs-sync-period=5s"])
+            "--health-port=0", "--metrics-port=0", "--iptables-sync-period=5s"])
         self._start_provisioner(paths["local-path-provisioner"])
         self._step("node add-ons", self._wait_addons)
 
@@ -188,16 +194,25 @@ class RealNode:
         from kubernetes import client
 
         status = client.CoreV1Api(self.cluster.api_client()).read_namespaced_pod(pod, namespace).status
-        ids = {c.name: c.container_id for c in status.container_statuses or []}
-        if not ids.get(container):
+        ids = {c.name: c.container_id for c in (status.container_statuses if status else None) or []}
+        found = ids.get(container)
+        if not found:
             raise LookupError(f"pod {namespace}/{pod} has no running container {container!r} ({sorted(ids)})")
-        self._ctr("tasks", "kill", "--signal", "SIGKILL", ids[container].split("://", 1)[1])
+        self._ctr("tasks", "kill", "--signal", "SIGKILL", found.split("://", 1)[1])
 
     # --- pieces --------------------------------------------------------------------------------------
     def _step(self, what: str, run: Any) -> None:
         started = time.monotonic()
         run()
         self.progress(f"real node: {what} up in {time.monotonic() - started:.1f}s")
+
+    def _wait(self, name: str, process: subprocess.Popen[bytes], ready: Any, what: str) -> None:
+        try:
+            ports.wait_bound(process, ready, START_TIMEOUT_S, name, self.log(name), 0)
+        except RuntimeError as exc:
+            problem = "exited" if process.poll() is not None else f"did not come up within {START_TIMEOUT_S}s"
+            raise NodeStartError(name, f"{problem} {what}", self.log(name),
+                                 f"read {self.log(name)}; the line above names the cause") from exc
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         process = spawn(argv, self.log(name))
@@ -252,11 +267,12 @@ class RealNode:
 
     def _start_kubelet(self, binary: Path) -> None:
         layout = self.layout
+        sweep.make_cgroups()
         process = self._spawn("kubelet", [
             str(binary), f"--config={layout.state / 'kubelet.yaml'}", f"--kubeconfig={layout.kubeconfig}",
             f"--root-dir={layout.kubelet_root}", f"--hostname-override={config.NODE_NAME}",
             f"--node-ip={layout.host_ip}", "--v=1"])
-        ports.wait_bound(process, self._node_ready, START_TIMEOUT_S, "kubelet (node Ready)", self.log("kubelet"), 0)
+        self._wait("kubelet", process, self._node_ready, "(until its Node is Ready with a pod CIDR)")
 
     def _node(self) -> dict[str, Any] | None:
         from kubernetes import client
@@ -277,13 +293,11 @@ class RealNode:
         return ready and bool((node.get("spec") or {}).get("pod_cidr"))
 
     def _start_provisioner(self, binary: Path) -> None:
-        from kubernetes import client, utils
-
-        api = self.cluster.api_client()
-        with contextlib.suppress(client.exceptions.ApiException):
-            client.CoreV1Api(api).create_namespace({"metadata": {"name": config.PROVISIONER_NAMESPACE}})
-        for document in (config.storage_class(), config.provisioner_configmap()):
-            utils.create_from_dict(api, document)
+        manifests = self.layout.state / "provisioner-objects.json"
+        manifests.write_text(config.to_text({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": config.PROVISIONER_NAMESPACE}},
+            config.storage_class(), config.provisioner_configmap()]}))
+        kubectl(self.layout.kubeconfig, "apply", "--server-side", "-f", str(manifests))
         helper = self.layout.state / "helper-pod.yaml"
         helper.write_text(config.to_text(config.provisioner_helper_pod(self.layout)))
         self._spawn("local-path-provisioner", [
@@ -298,14 +312,19 @@ class RealNode:
             "kube-scheduler": f"https://127.0.0.1:{self.layout.ports.scheduler}/healthz",
             "kube-proxy": f"http://127.0.0.1:{self.layout.ports.proxy_healthz}/healthz",
             "coredns": f"http://127.0.0.1:{self.layout.ports.dns_ready}/ready",
-            "kube-router": f"http://127.0.0.1:{self.layout.ports.router_health}/healthz",
         }
         import ssl
 
         insecure = ssl.create_default_context()
         insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
         for name, url in checks.items():
-            ports.wait_bound(self.processes[name], lambda url=url: http_ok(url, insecure), START_TIMEOUT_S,
-                             name, self.log(name), 0)
+            self._wait(name, self.processes[name], lambda url=url: http_ok(url, insecure), f"(until {url} answers)")
+        self._wait("kube-router", self.processes["kube-router"], _router_chains, "(until its iptables chains exist)")
         if self.processes["local-path-provisioner"].poll() is not None:
             raise NodeStartError("local-path-provisioner", "exited at start", self.log("local-path-provisioner"))
+
+
+def _router_chains() -> bool:
+    """kube-router's NetworkPolicy controller has made its chains (and hooked them into FORWARD)."""
+    done = subprocess.run(["iptables", "-S", "KUBE-ROUTER-FORWARD"], capture_output=True, check=False)
+    return done.returncode == 0

@@ -5,8 +5,10 @@ and by the next `claim()` when a run died with its node up (its `node.json` is s
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -15,6 +17,7 @@ from typing import Any
 
 from .. import node_binaries, podnet
 
+STATE_ROOT = Path("/run/multigres-pools/realnode")
 RECORD = "node.json"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_PARENT = "multigres-pools"  # the kubelet's cgroupRoot (config.kubelet_config)
@@ -33,6 +36,20 @@ def after_dead_run(root: Path) -> bool:
     info = json.loads(path.read_text())
     clean(Path(info["state"]), info["bridge"], info.get("sysctls") or {})
     return True
+
+
+def sweep_dead_run() -> bool:
+    """Remove what a real node of a dead run left (shims, mounts, netns, bridge, iptables rules,
+    sysctls), unless a live run holds the node; True when there was something. The test session
+    calls it at start, after the reaper killed the dead run's processes."""
+    if not (STATE_ROOT / RECORD).exists():
+        return False
+    with (STATE_ROOT / "lock").open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a live node: not ours to touch
+        return after_dead_run(STATE_ROOT)
 
 
 def _ctr(socket: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -73,14 +90,49 @@ def unmount_under(folder: Path) -> None:
         subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
 
 
+# kube-router's NetworkPolicy chains and ipsets (its own --cleanup-config in v2.1.0 leaves them, then
+# crashes in its service-proxy cleanup), and the kubelet's KUBE-FIREWALL, which kube-proxy's cleanup
+# leaves: all removed here by name.
+ROUTER_CHAINS = ("KUBE-ROUTER-", "KUBE-POD-FW-", "KUBE-NWPLCY-", "KUBE-FIREWALL")
+ROUTER_SETS = ("KUBE-SRC-", "KUBE-DST-")
+
+
+def _flush_router_rules() -> None:
+    rules = subprocess.run(["iptables", "-t", "filter", "-S"], capture_output=True, text=True, check=False).stdout
+    ours = {line.split()[1] for line in rules.splitlines()
+            if line.startswith("-N ") and line.split()[1].startswith(ROUTER_CHAINS)}
+    for line in rules.splitlines():
+        words = shlex.split(line)
+        if words[:1] == ["-A"] and words[1] not in ours and "-j" in words and words[words.index("-j") + 1] in ours:
+            subprocess.run(["iptables", "-t", "filter", "-D", *words[1:]], capture_output=True, check=False)
+    for flag in ("-F", "-X"):
+        for chain in ours:
+            subprocess.run(["iptables", "-t", "filter", flag, chain], capture_output=True, check=False)
+    sets = subprocess.run(["ipset", "list", "-n"], capture_output=True, text=True, check=False).stdout.split()
+    for name in sets:
+        if name.startswith(ROUTER_SETS):
+            subprocess.run(["ipset", "destroy", name], capture_output=True, check=False)
+
+
 def _flush_rules() -> None:
-    """kube-proxy's and kube-router's own cleanup modes remove their chains, rules and ipsets."""
+    """kube-proxy's own cleanup mode removes its chains (all tables); kube-router's are removed by name."""
     found = node_binaries.cached()
-    commands = [[str(found["kube-proxy"]), "--cleanup"]] if "kube-proxy" in found else []
-    if "kube-router" in found:
-        commands.append([str(found["kube-router"]), "--cleanup-config"])
-    for argv in commands:
-        subprocess.run(argv, capture_output=True, timeout=60, check=False)
+    if "kube-proxy" in found:
+        subprocess.run([str(found["kube-proxy"]), "--cleanup"], capture_output=True, timeout=60, check=False)
+    _flush_router_rules()
+
+
+def make_cgroups() -> None:
+    """The kubelet's cgroupRoot in every v1 hierarchy (it refuses to start without); a new cpuset
+    cgroup has no CPUs or memory nodes until given its parent's."""
+    for hierarchy in CGROUP_ROOT.iterdir() if CGROUP_ROOT.is_dir() else ():
+        if not hierarchy.is_dir() or hierarchy.is_symlink():
+            continue
+        top = hierarchy / CGROUP_PARENT
+        top.mkdir(exist_ok=True)
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            if (hierarchy / name).exists():
+                (top / name).write_text((hierarchy / name).read_text())
 
 
 def _remove_cgroups() -> None:
