@@ -55,23 +55,29 @@ def build_once(missing: Callable[[], bool], build: Callable[[], None]) -> None:
             build()
 
 
-def _build(target: Path) -> None:
+def go_build(source: Path, package: str, names: tuple[str, ...], target: Path, ldflags: str = "-s -w") -> None:
+    """`go build` `package` in the module at `source` into `target`, through a partial directory beside
+    it, so a killed build never leaves a half-written binary where a cache lookup would find it."""
     if shutil.which("go") is None:
-        raise SystemExit("binaries: 'go' is not on PATH; install Go to build the test cluster")
-    target.mkdir(parents=True, exist_ok=True)
-    print(f"binaries: building etcd {ETCD_VERSION}, kube-apiserver and kube-controller-manager "
-          f"{KUBE_VERSION} into {target} (first build takes 10-20 minutes on 2 cores)", flush=True)
-    started = time.monotonic()
+        raise SystemExit(f"binaries: 'go' is not on PATH; install Go to build {', '.join(names)}")
+    if not (source / "go.mod").is_file():
+        raise SystemExit(f"binaries: {source} has no go.mod; the checkout is incomplete")
     tmp = target.with_name(target.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    subprocess.run(
-        ["go", "build", "-trimpath", "-ldflags=-s -w", "-o", str(tmp) + "/", "./cmd/..."],
-        cwd=SOURCE_DIR, check=True,
-    )
-    for name in BINARIES:
+    subprocess.run(["go", "build", "-trimpath", f"-ldflags={ldflags}", "-o", str(tmp) + "/", package],
+                   cwd=source, check=True)
+    target.mkdir(parents=True, exist_ok=True)
+    for name in names:
         (tmp / name).replace(target / name)
-    tmp.rmdir()
+    shutil.rmtree(tmp)
+
+
+def _build(target: Path) -> None:
+    print(f"binaries: building etcd {ETCD_VERSION}, kube-apiserver and kube-controller-manager "
+          f"{KUBE_VERSION} into {target} (first build takes 10-20 minutes on 2 cores)", flush=True)
+    started = time.monotonic()
+    go_build(SOURCE_DIR, "./cmd/...", BINARIES, target)
     print(f"binaries: built in {time.monotonic() - started:.0f}s", flush=True)
 
 

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from multigres_pools.playground.binaries import KUBE_VERSION, build_once, cache_root, source_key
+from multigres_pools.playground.binaries import KUBE_VERSION, build_once, cache_root, go_build, source_key
 
 HERE = Path(__file__).resolve().parent
 ADDONS = HERE / "node_addons"
@@ -60,25 +58,11 @@ NAMES = tuple(name for build in BUILDS for name in build.binaries)
 
 
 def _build(build: GoBuild) -> None:
-    if shutil.which("go") is None:
-        raise SystemExit("node_binaries: 'go' is not on PATH; install Go to build the real node")
-    if not (build.source / "go.mod").is_file():
-        raise SystemExit(f"node_binaries: {build.source} has no go.mod; the checkout is incomplete")
     target = build.cache_dir()
     print(f"node_binaries: building {', '.join(build.binaries)} {build.version} into {target} "
           f"(cold: {build.minutes} on 2 cores)", flush=True)
     started = time.monotonic()
-    # A partial directory beside the target: a killed build never leaves a half-written binary
-    # where cached() would find it.
-    tmp = target.with_name(target.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    subprocess.run(["go", "build", "-trimpath", f"-ldflags={build.ldflags}", "-o", str(tmp) + "/", build.package],
-                   cwd=build.source, check=True)
-    target.mkdir(parents=True, exist_ok=True)
-    for name in build.binaries:
-        (tmp / name).replace(target / name)
-    shutil.rmtree(tmp)
+    go_build(build.source, build.package, build.binaries, target, build.ldflags)
     print(f"node_binaries: {build.name} built in {time.monotonic() - started:.0f}s", flush=True)
 
 

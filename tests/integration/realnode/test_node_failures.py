@@ -35,21 +35,22 @@ def test_a_second_node_on_the_machine_is_refused_naming_the_holder(net: NodeNet)
 def test_a_component_that_cannot_start_is_named_with_its_log_and_everything_is_torn_down(
         net: NodeNet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(layout: config.Layout) -> dict[str, Any]:
-        return {**kubelet_config(layout), "cgroupDriver": "no-such-driver"}
+        return {**kubelet_config(layout), "maxPods": "many"}  # a typo a user could make: fatal at start
 
     kubelet_config = config.kubelet_config
     monkeypatch.setattr(config, "kubelet_config", broken)
     cluster = Cluster(tmp_path / "cluster", node=net.cluster_network()).start()
+    node = RealNode(net, cluster, progress=lambda line: None)
     try:
-        node = RealNode(net, cluster, progress=lambda line: None)
         with pytest.raises(NodeStartError) as failed:
             node.start()
         message = str(failed.value)
         assert failed.value.component == "kubelet"
-        assert "no-such-driver" in message and "what to do:" in message, message
+        assert "maxPods" in message and "what to do:" in message, message
         assert not node.processes, "everything the node started was stopped"
         assert not sweep.kill_shims(node.layout.containerd_socket)
     finally:
+        node.stop()
         cluster.stop()
     net.release()
     assert net.bridge.name not in podnet.link_names()

@@ -15,7 +15,6 @@ the next `claim()` removes first (sweep.py). Everything listens on 127.0.0.1 or 
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -32,8 +31,8 @@ from .. import node_binaries, podnet, ports
 from ..binaries import cache_root
 from ..cluster import SERVICE_CIDR, Cluster, NodeNetwork, http_ok, spawn, stop_process
 from . import config, sweep
-from .install import kubectl
 from .config import Layout, Ports
+from .install import kubectl
 
 STATE_ROOT = sweep.STATE_ROOT
 # The images a node runs: the sandbox, the provisioner's helper, and what the install bundle and
