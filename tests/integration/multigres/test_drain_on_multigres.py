@@ -2,7 +2,11 @@
 operator, the agent and a live multiorch: a rolling update replaces one pod at a time and the
 primary last, never with two pods labelled PRIMARY; a scale-down deletes only pods that had left the
 synchronous set; no write that PostgreSQL acknowledged is ever missing afterwards. (Order matters:
-the roll needs 3 replicas.)"""
+the roll needs 3 replicas.)
+
+The same claims are proven in `make test` on the real node (containers on a real kubelet, the
+operator and the agent from the bundle): tests/integration/realnode/test_shard_on_real_node.py. This
+process-kubelet copy runs with `make soak`, beside the fault variants built on it."""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ from .safety import (
     watched_stack,
 )
 
-pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
+pytestmark = [pytest.mark.multigres, pytest.mark.cluster, pytest.mark.soak, STACK_TIMEOUT]
 
 
 @pytest.fixture(scope="module")
