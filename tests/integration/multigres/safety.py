@@ -119,6 +119,12 @@ def scale(stack: MultigresStack, replicas_per_cell: int, pool: str = "default") 
 
 
 def converge(stack: MultigresStack, generation: int, replicas: int, timeout: float = 900) -> None:
+    wait_converged(stack, generation, timeout)
+    stack.wait_serving(SHARD, replicas=replicas, timeout=600)
+
+
+def wait_converged(stack: MultigresStack, generation: int, timeout: float = 900) -> None:
+    """Until the operator reports `generation` observed and the shard Ready."""
     def done() -> bool:
         kube = stack.kube()
         try:
@@ -128,7 +134,6 @@ def converge(stack: MultigresStack, generation: int, replicas: int, timeout: flo
         return (cr.get("status") or {}).get("observedGeneration") == generation and facts.condition_true(cr, "Ready")
 
     wait_for(done, timeout, f"generation {generation} to converge", interval=1)
-    stack.wait_serving(SHARD, replicas=replicas, timeout=600)
 
 
 def app_names(stack: MultigresStack) -> dict[str, str]:

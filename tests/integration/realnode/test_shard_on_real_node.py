@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from multigres_pools.images import catalog
 from multigres_pools.playground.localstack import wait_for
+from multigres_pools.playground.multigres_stack import Member, MultigresStack
 from multigres_pools.playground.realnode.install import KubectlError, kubectl
 from tests.integration.multigres.safety import (
     SHARD,
@@ -35,6 +37,7 @@ from tests.integration.multigres.safety import (
     primary_label_overlaps,
     scale,
     uids,
+    wait_converged,
     watched_stack,
 )
 
@@ -226,8 +229,22 @@ def test_scale_roll_scale_down_and_kubectl_delete_lose_nothing(watched: Watched)
     before_roll, primary = uids(stack), stack.primary()
     assert primary is not None
     primary_uid = next(uid for uid, name in before_roll.items() if name == primary.pod)
-    step(apply(stack, lambda spec: spec.setdefault("logLevels", {}).update(multipooler="debug")), 5)
+    generation = apply(stack, lambda spec: spec.setdefault("logLevels", {}).update(multipooler="debug"))
+    wait_converged(stack, generation)
+    stale = _serving_or_stale_primary(stack, replicas=5)
     rolled = sorted(before_roll, key=lambda uid: first_terminating(watched, uid) or float("inf"))
+    if stale is not None:
+        # Issue #24, seen here about one run in four: the old primary's pod comes back on its volume as
+        # a primary, and multiorch v0.1.0's demotion of it (SetTermPrimary) hangs. Its commits wait for
+        # standbys that never connect, so no write is acknowledged there: the safety claims still hold
+        # and are checked; the shard does not converge, which is #24's to fix.
+        assert_out_of_sync_set_when_deleted(watched, names, rolled[:-1])
+        assert primary_label_overlaps(list(watched.timeline.events)) == []
+        assert_nothing_lost(watched)
+        pytest.xfail(f"issue #24: the old primary {stale.pod} came back out of recovery and multiorch could not "
+                     f"demote it within {STALE_PRIMARY_S}s; nothing acknowledged was lost")
+    names.update(app_names(stack))
+    seen.update(uids(stack))
     assert all(first_terminating(watched, uid) is not None for uid in before_roll), "every pod is replaced"
     assert rolled[-1] == primary_uid, "the primary is replaced last"
     created = sorted(e.at for e in watched.timeline.events if e.uid not in before_roll and e.type == "ADDED")
@@ -256,6 +273,29 @@ def test_scale_roll_scale_down_and_kubectl_delete_lose_nothing(watched: Watched)
     assert_nothing_lost(watched)
     note("real node: longest stretch without an acknowledged write through the gateway (s)",
          round(watched.load.longest_outage().seconds, 1))
+
+
+STALE_PRIMARY_S = 120
+
+
+def _serving_or_stale_primary(stack: MultigresStack, replicas: int, timeout: float = 600) -> Member | None:
+    """None once serving (the test of MultigresStack.wait_serving); the stale one when, for
+    STALE_PRIMARY_S, a PostgreSQL besides the primary the agent labelled is out of recovery."""
+    deadline, stale_since = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        primaries = [m for m in stack.members() if m.primary]
+        ready = [p for p in stack.pods() if facts.condition_true(p, "Ready")]
+        if len(primaries) == 1 and len(ready) == replicas and len(
+                [name for name, state in primaries[0].replicas if state in ("sync", "quorum")]) == replicas - 1:
+            return None
+        if len(primaries) < 2:
+            stale_since = None
+        elif time.monotonic() - (stale_since := stale_since or time.monotonic()) > STALE_PRIMARY_S:
+            labelled = {facts.name(p) for p in stack.pods()
+                        if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY}
+            return next(m for m in primaries if m.pod not in labelled)
+        time.sleep(2)
+    raise TimeoutError(f"{replicas} pods serving: not within {timeout:.0f}s")
 
 
 def test_pvcs_are_bound_by_the_provisioner_on_the_node(watched: Watched) -> None:

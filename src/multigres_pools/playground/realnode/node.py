@@ -30,7 +30,7 @@ from ...paths import collection_root
 from .. import node_binaries, podnet, ports
 from ..binaries import cache_root
 from ..cluster import SERVICE_CIDR, Cluster, NodeNetwork, http_ok, spawn, stop_process
-from . import config, sweep
+from . import config, preflight, sweep
 from .config import Layout, Ports
 from .install import kubectl
 
@@ -85,6 +85,10 @@ SYSCTLS = {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"
 
 def claim() -> NodeNet:
     """Take the machine's real-node lock (clearing what a dead run left), make the bridge, set sysctls."""
+    missing = preflight.problems()
+    if missing:
+        raise NodeStartError("preflight", "failed: " + "; ".join(missing),
+                             advice="run `make setup` as root (it installs the Debian packages)")
     STATE_ROOT.mkdir(parents=True, exist_ok=True)
     lock = (STATE_ROOT / "lock").open("a+")
     try:
