@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -149,6 +150,19 @@ def uids(stack: MultigresStack) -> dict[str, str]:
 # --- the claims ---------------------------------------------------------------------------------------
 def first_terminating(watched: Watched, uid: str) -> float | None:
     return next((e.at for e in watched.timeline.of(uid) if e.deleting or e.type == "DELETED"), None)
+
+
+def assert_replaced_one_at_a_time_primary_last(watched: Watched, before: dict[str, str], primary_uid: str) -> list[str]:
+    """Every pod of `before` (uid -> name) was replaced, the primary last, and each only after the
+    previous one's replacement was created. Returns the uids in the order their pods were deleted."""
+    deleted = sorted(before, key=lambda uid: first_terminating(watched, uid) or float("inf"))
+    assert all(first_terminating(watched, uid) is not None for uid in before), "every pod is replaced"
+    assert deleted[-1] == primary_uid, "the primary is replaced last"
+    created = sorted(e.at for e in watched.timeline.events if e.uid not in before and e.type == "ADDED")
+    for earlier, later in itertools.pairwise(deleted):
+        assert any(first_terminating(watched, earlier) < c < first_terminating(watched, later)  # type: ignore[operator]
+                   for c in created), "two pods were replaced at once"
+    return deleted
 
 
 def drained_as_primary(watched: Watched, uid: str) -> bool:

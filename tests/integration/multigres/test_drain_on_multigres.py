@@ -24,6 +24,7 @@ from .safety import (
     apply,
     assert_nothing_lost,
     assert_out_of_sync_set_when_deleted,
+    assert_replaced_one_at_a_time_primary_last,
     converge,
     first_terminating,
     no_record_left,
@@ -57,14 +58,7 @@ def test_rolling_update_one_pod_at_a_time_primary_last_nothing_lost(watched: Wat
     converge(stack, generation, replicas=3)
     assert_nothing_lost(watched)
 
-    deleted = sorted(before, key=lambda uid: first_terminating(watched, uid) or float("inf"))
-    assert all(first_terminating(watched, uid) is not None for uid in before), "every pod is replaced"
-    assert deleted[-1] == primary_uid, "the primary is replaced last"
-    # One at a time: a pod is deleted only after the previous replacement was created.
-    created = sorted(e.at for e in watched.timeline.events if e.uid not in before and e.type == "ADDED")
-    for earlier, later in itertools.pairwise(deleted):
-        assert any(first_terminating(watched, earlier) < c < first_terminating(watched, later)  # type: ignore[operator]
-                   for c in created), "two pods were replaced at once"
+    deleted = assert_replaced_one_at_a_time_primary_last(watched, before, primary_uid)
     assert_out_of_sync_set_when_deleted(watched, names, deleted[:-1])
     assert len(watched.load.acked) > acked_before
     # The old primary comes back on its volume still leading its own, older rule: only the leader the
