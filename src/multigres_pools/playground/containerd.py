@@ -161,11 +161,8 @@ class Containerd:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait(10)
-        for pid in _shims(self.address):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        for mount in sorted(_mounts_under(self.folder), key=len, reverse=True):
-            subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+        kill_shims(self.address)
+        unmount_under(self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     @classmethod
@@ -210,19 +207,24 @@ class Task:
         return self.popen.stdout.read() if self.popen.stdout is not None and self.popen.poll() is not None else ""
 
 
-def _shims(address: str) -> list[int]:
-    """Shims started for our containerd (they leave its process group, so they are found by argv)."""
-    found = []
+def kill_shims(address: str) -> list[int]:
+    """SIGKILL the runc shims of the containerd at `address` (they leave its process group, so they
+    are found by argv), which takes their containers with them; their pids."""
+    killed = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
                 if argv and argv[0].endswith(b"containerd-shim-runc-v2") and address.encode() in argv:
-                    found.append(int(entry.name))
-    return found
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    killed.append(int(entry.name))
+    return killed
 
 
-def _mounts_under(folder: Path) -> list[str]:
+def unmount_under(folder: Path) -> None:
+    """Lazily unmount every mount below `folder`, deepest first (container root filesystems, shm)."""
     prefix = str(folder) + "/"
-    return [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-            if line.split()[4].startswith(prefix)]
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+              if line.split()[4].startswith(prefix)]
+    for mount in sorted(mounts, key=len, reverse=True):
+        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)

@@ -11,7 +11,8 @@ import pytest
 
 from multigres_pools.playground import podnet
 from multigres_pools.playground.cluster import Cluster
-from multigres_pools.playground.realnode import config, preflight, sweep
+from multigres_pools.playground.containerd import kill_shims
+from multigres_pools.playground.realnode import config, preflight
 from multigres_pools.playground.realnode.node import NodeNet, NodeStartError, RealNode, claim
 
 pytestmark = [pytest.mark.realnode, pytest.mark.cluster]
@@ -48,7 +49,7 @@ def test_a_component_that_cannot_start_is_named_with_its_log_and_everything_is_t
         assert failed.value.component == "kubelet"
         assert "maxPods" in message and "what to do:" in message, message
         assert not node.processes, "everything the node started was stopped"
-        assert not sweep.kill_shims(node.layout.containerd_socket)
+        assert not kill_shims(str(node.layout.containerd_socket))
     finally:
         node.stop()
         cluster.stop()

@@ -4,6 +4,7 @@ wait until the operator's and the agent's Deployments are Available (their probe
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -17,9 +18,16 @@ class KubectlError(RuntimeError):
     pass
 
 
+@functools.cache
+def _binary() -> Path:
+    """Found (or built) once per process: resolving hashes every node Go build directory, and the
+    tests call kubectl hundreds of times."""
+    return node_binaries.resolve()["kubectl"]
+
+
 def kubectl(kubeconfig: Path, *args: str, check: bool = True, timeout: float = 300) -> str:
     """Our kubectl (the cluster's own version) with the harness's admin kubeconfig; its output."""
-    argv = [str(node_binaries.resolve()["kubectl"]), f"--kubeconfig={kubeconfig}", *args]
+    argv = [str(_binary()), f"--kubeconfig={kubeconfig}", *args]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     if check and done.returncode != 0:
         raise KubectlError(f"kubectl {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")

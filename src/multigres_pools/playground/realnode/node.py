@@ -30,6 +30,7 @@ from ...paths import collection_root
 from .. import node_binaries, podnet, ports
 from ..binaries import cache_root
 from ..cluster import SERVICE_CIDR, Cluster, NodeNetwork, http_ok, spawn, stop_process
+from ..containerd import kill_shims
 from . import config, preflight, sweep
 from .config import Layout, Ports
 from .install import kubectl
@@ -108,22 +109,15 @@ def claim() -> NodeNet:
         bridge = podnet.create_bridge(podnet.new_instance_id())
         state = STATE_ROOT / bridge.instance
         state.mkdir(parents=True)
-        before = {key: _sysctl(key) for key in SYSCTLS}
+        before = {key: sweep.sysctl(key) for key in SYSCTLS}
         sweep.record(STATE_ROOT, {"state": str(state), "bridge": bridge.name, "sysctls": before})
         for key, value in SYSCTLS.items():
-            _sysctl(key, value)
+            sweep.sysctl(key, value)
         return NodeNet(lock, bridge, state, before)
     except BaseException:
         fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()
         raise
-
-
-def _sysctl(key: str, value: str | None = None) -> str:
-    path = Path("/proc/sys") / key.replace(".", "/")
-    if value is not None:
-        path.write_text(value)
-    return path.read_text().strip()
 
 
 @dataclass
@@ -190,7 +184,7 @@ class RealNode:
         sweep.remove_containers(self.layout.containerd_socket)
         stop_process(self.processes.get("containerd"), grace=10)
         self.processes.clear()
-        sweep.kill_shims(self.layout.containerd_socket)
+        kill_shims(str(self.layout.containerd_socket))
 
     def kill_container(self, namespace: str, pod: str, container: str) -> None:
         """SIGKILL a container's process through containerd, as an OOM kill or a crash would end it."""

@@ -7,15 +7,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import shlex
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from .. import node_binaries, podnet
+from ..containerd import kill_shims, unmount_under
 
 STATE_ROOT = Path("/run/multigres-pools/realnode")
 RECORD = "node.json"
@@ -68,28 +67,6 @@ def remove_containers(socket: Path) -> None:
         _ctr(socket, "containers", "delete", container)
 
 
-def kill_shims(socket: Path) -> list[int]:
-    """SIGKILL the runc shims of the containerd at `socket` (they outlive it, in their own sessions),
-    which takes their containers with them."""
-    killed = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-                if argv and argv[0].endswith(b"containerd-shim-runc-v2") and str(socket).encode() in argv:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    killed.append(int(entry.name))
-    return killed
-
-
-def unmount_under(folder: Path) -> None:
-    prefix = str(folder) + "/"
-    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-              if line.split()[4].startswith(prefix)]
-    for mount in sorted(mounts, key=len, reverse=True):
-        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
-
-
 # kube-router's NetworkPolicy chains and ipsets (its own --cleanup-config in v2.1.0 leaves them, then
 # crashes in its service-proxy cleanup), and the kubelet's KUBE-FIREWALL, which kube-proxy's cleanup
 # leaves: all removed here by name.
@@ -122,6 +99,14 @@ def _flush_rules() -> None:
     _flush_router_rules()
 
 
+def sysctl(key: str, value: str | None = None) -> str:
+    """Read a kernel setting (`net.ipv4.ip_forward`), after setting it to `value` if given."""
+    path = Path("/proc/sys") / key.replace(".", "/")
+    if value is not None:
+        path.write_text(value)
+    return path.read_text().strip()
+
+
 def make_cgroups() -> None:
     """The kubelet's cgroupRoot in every v1 hierarchy (it refuses to start without); a new cpuset
     cgroup has no CPUs or memory nodes until given its parent's."""
@@ -150,7 +135,7 @@ def _remove_cgroups() -> None:
 def clean(state: Path, bridge: str, sysctls: dict[str, str]) -> None:
     """Everything but the kept containerd root (images only: leftover container records there are
     deleted at the next start, by remove_containers)."""
-    kill_shims(state / "containerd" / "containerd.sock")
+    kill_shims(str(state / "containerd" / "containerd.sock"))
     unmount_under(state)
     for netns in podnet.netns_names():
         if netns.startswith(CNI_NETNS_PREFIX):
@@ -162,6 +147,6 @@ def clean(state: Path, bridge: str, sysctls: dict[str, str]) -> None:
     _remove_cgroups()
     for key, value in sysctls.items():
         with contextlib.suppress(OSError):
-            (Path("/proc/sys") / key.replace(".", "/")).write_text(value)
+            sysctl(key, value)
     shutil.rmtree(state, ignore_errors=True)
     (state.parent / RECORD).unlink(missing_ok=True)
