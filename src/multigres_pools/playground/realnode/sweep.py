@@ -75,20 +75,25 @@ ROUTER_SETS = ("KUBE-SRC-", "KUBE-DST-")
 
 
 def _flush_router_rules() -> None:
-    rules = subprocess.run(["iptables", "-t", "filter", "-S"], capture_output=True, text=True, check=False).stdout
+    for tool in ("iptables", "ip6tables"):  # the kubelet makes KUBE-FIREWALL in both families
+        _flush_chains(tool)
+    sets = subprocess.run(["ipset", "list", "-n"], capture_output=True, text=True, check=False).stdout.split()
+    for name in sets:
+        if name.startswith(ROUTER_SETS):
+            subprocess.run(["ipset", "destroy", name], capture_output=True, check=False)
+
+
+def _flush_chains(tool: str) -> None:
+    rules = subprocess.run([tool, "-t", "filter", "-S"], capture_output=True, text=True, check=False).stdout
     ours = {line.split()[1] for line in rules.splitlines()
             if line.startswith("-N ") and line.split()[1].startswith(ROUTER_CHAINS)}
     for line in rules.splitlines():
         words = shlex.split(line)
         if words[:1] == ["-A"] and words[1] not in ours and "-j" in words and words[words.index("-j") + 1] in ours:
-            subprocess.run(["iptables", "-t", "filter", "-D", *words[1:]], capture_output=True, check=False)
+            subprocess.run([tool, "-t", "filter", "-D", *words[1:]], capture_output=True, check=False)
     for flag in ("-F", "-X"):
         for chain in ours:
-            subprocess.run(["iptables", "-t", "filter", flag, chain], capture_output=True, check=False)
-    sets = subprocess.run(["ipset", "list", "-n"], capture_output=True, text=True, check=False).stdout.split()
-    for name in sets:
-        if name.startswith(ROUTER_SETS):
-            subprocess.run(["ipset", "destroy", name], capture_output=True, check=False)
+            subprocess.run([tool, "-t", "filter", flag, chain], capture_output=True, check=False)
 
 
 def _flush_rules() -> None:
