@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+)
 
 from . import conditions, cron, inputs, keys, naming, quantity, topology_address
 from .model_security import (
@@ -38,6 +47,8 @@ from .rules import (
 # --- scalar types --------------------------------------------------------------------------------
 _DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 
+# An integer as the API server takes one: `true` or "3" is refused, not read as 1 or 3.
+Integer = Annotated[int, Strict()]
 DnsLabel = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
 CellName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
 PoolName = Annotated[str, StringConstraints(pattern=_DNS_LABEL, max_length=63)]
@@ -203,7 +214,7 @@ class Toleration(SpecModel):
         None, description="Taint value to match when operator is Equal.")
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
         None, description="Taint effect to tolerate; every effect when unset.")
-    toleration_seconds: int | None = Field(
+    toleration_seconds: Integer | None = Field(
         None, description="With effect NoExecute: seconds the pod stays on a node after the taint appears "
                           "(forever when unset).")
 
@@ -326,7 +337,7 @@ class Pool(SpecModel):
 
     type: Literal["readWrite"] = Field("readWrite", description="Pool type; only readWrite exists today.")
     cells: CellList = Field(min_length=1, max_length=10, description="Cells this pool runs in (append-only).")
-    replicas_per_cell: int = Field(3, ge=1, le=32, description="Pods (and data PVCs) per cell.")
+    replicas_per_cell: Integer = Field(3, ge=1, le=32, description="Pods (and data PVCs) per cell.")
     storage: Storage = Field({}, validate_default=True, description="Data volume of each pod.")
     postgres: ContainerSettings = Field({}, validate_default=True, description="The pgctld/PostgreSQL container.")
     multipooler: ContainerSettings = Field({}, validate_default=True, description="The multipooler sidecar.")
@@ -335,7 +346,7 @@ class Pool(SpecModel):
     node_selector: dict[LabelKey, LabelValue] = Field(
         {}, max_length=16, description="Extra nodeSelector, merged under the cell's topology labels.",
     )
-    fs_group: int | None = Field(
+    fs_group: Integer | None = Field(
         999, ge=1, description="Pod fsGroup; also runAsUser/runAsGroup of pgctld and multipooler.",
     )
     pvc_deletion_policy: PVCDeletionPolicyOverride | None = Field(
@@ -378,7 +389,7 @@ class CellDeployment(SpecModel):
         owned_keys_rule("pod-annotations-not-owned", "podAnnotations", "podAnnotations"),
     )
 
-    replicas: int = Field(1, ge=1, le=5, description="Replicas per cell.")
+    replicas: Integer = Field(1, ge=1, le=5, description="Replicas per cell.")
     cells: CellList = Field(
         [], max_length=10, description="Cells running one; empty means every cell of every pool.",
     )

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from . import quantity
+
 RULE_ERROR = "spec_rule"
 
 
@@ -148,6 +150,14 @@ def _segment(part: Any) -> str:
     return f".{text}" if plain else f"[{text!r}]"
 
 
+def _message(err: Mapping[str, Any]) -> str:
+    """Pydantic's message, but in words where it would print a regular expression."""
+    if err["type"] == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") == quantity.PATTERN:
+        return (f"{err['input']!r} is not a Kubernetes quantity: a number with a binary suffix (Ki, Mi, Gi, Ti) "
+                "or a decimal one (k, M, G, T), e.g. 10Gi")
+    return str(err["msg"])
+
+
 def format_validation_error(exc: Any, root: str) -> list[str]:
     """Pydantic errors as 'spec.pools.default.cells: message' lines, in a stable order."""
     lines = []
@@ -156,5 +166,5 @@ def format_validation_error(exc: Any, root: str) -> list[str]:
         ctx = err.get("ctx") or {}
         if err["type"] == RULE_ERROR and ctx.get("field_path"):
             path = _join(path, ctx["field_path"])
-        lines.append(f"{path.lstrip('.') or '(document)'}: {err['msg']}")
+        lines.append(f"{path.lstrip('.') or '(document)'}: {_message(err)}")
     return sorted(set(lines))

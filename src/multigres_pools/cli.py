@@ -116,7 +116,8 @@ def _input_paths(files: list[Path], dirs: list[Path]) -> list[Path]:
             raise UsageError(f"{folder}: not a directory")
         paths += sorted(p for p in folder.rglob("*") if p.suffix in {".yaml", ".yml"} and p.is_file())
     if not paths:
-        raise UsageError("nothing to render: give -f FILE or -d DIR")
+        raise UsageError(f"{', '.join(map(str, dirs))}: no .yaml or .yml file in it" if dirs
+                         else "nothing to render: give -f FILE or -d DIR")
     return paths
 
 
@@ -125,7 +126,10 @@ def _load(args: argparse.Namespace) -> list[MultigresShard]:
     named: list[tuple[str, MultigresShard]] = []
     problems: list[str] = []
     for path in _input_paths(args.file, args.dir):
-        for found in _documents_in(path):
+        documents = _documents_in(path)
+        if not documents and path in args.file:  # in a -d folder an empty file may be a placeholder
+            raise UsageError(f"{path}: no YAML document in it (empty, only comments, or null)")
+        for found in documents:
             for where, doc in _shard_documents(*found, args.allow_other_kinds):
                 inputs.check_data(doc, where)
                 key = _key(doc, args.namespace)

@@ -267,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     except KubeError as exc:
         print(f"multigres-pools status: the API server refused: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # refused, unknown host, TLS, timeout: the usual state of an old KUBECONFIG
+        print(f"multigres-pools status: cannot reach the API server {kube.creds.server}: {exc} "
+              "(is the cluster up, and is this the kubeconfig and context you meant?)", file=sys.stderr)
+        return 1
     finally:
         kube.close()
     sys.stdout.write(as_json(report) if args.output == "json" else text(report))

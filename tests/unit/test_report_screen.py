@@ -107,3 +107,24 @@ def test_stuck_pods_are_on_the_screen() -> None:
     assert f"PodsStuck: {message}" in text(report)
     quiet = _report(conditions=[("PodsStuck", "False", "NoPodStuck", "")])
     assert not any(b.startswith("PodsStuck") for b in quiet.blocked)
+
+
+def test_an_unreachable_api_server_is_one_line_naming_it_not_a_traceback(tmp_path, capsys):
+    """The usual state after `localstack down` with an old KUBECONFIG: refused, or a host that is gone."""
+    import socket
+
+    from multigres_pools import report
+
+    with socket.socket() as closed:  # a port nothing listens on: bound, never listening
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        for server in (f"https://127.0.0.1:{port}", "https://no-such-host.invalid:6443"):
+            config = tmp_path / "kubeconfig"
+            config.write_text(json.dumps({
+                "apiVersion": "v1", "kind": "Config", "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+            assert report.main(["play", "-n", "play", "--kubeconfig", str(config)]) == 1
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and f"cannot reach the API server {server}: " in err, err

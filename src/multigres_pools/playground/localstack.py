@@ -118,19 +118,27 @@ def http_get(url: str, timeout: float = 2) -> tuple[int, str]:
 
 def reconcile_count(port: int, result: str = "") -> float:
     """Reconcile passes an operator on `port` has finished, all results or one (from /metrics)."""
-    _, body = http_get(f"http://127.0.0.1:{port}/metrics")
+    return reconciles_in(http_get(f"http://127.0.0.1:{port}/metrics")[1], result)
+
+
+def reconciles_in(body: str, result: str = "") -> float:
+    """Reconcile passes counted in an operator's /metrics text, all results or one."""
     pattern = rf'^multigres_pools_operator_reconciles_total\{{result="{result or "[a-z]+"}"\}} (\S+)$'
     return sum(float(v) for v in re.findall(pattern, body, re.M))
 
 
-def wait_for(check: Callable[[], _T | None], timeout: float, what: str, interval: float = 0.2) -> _T:
+def wait_for(check: Callable[[], _T | None], timeout: float, what: str, interval: float = 0.2,
+             last_seen: Callable[[], str] | None = None) -> _T:
+    """Polls `check` until it returns a truthy value; a timeout names `what` and, when given,
+    `last_seen()`: what the check saw on its last try, so a failure says why without a rerun."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+            seen = f"; last seen: {last_seen()}" if last_seen else ""
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{seen}")
         time.sleep(interval)
 
 

@@ -363,16 +363,25 @@ class MultigresStack:
 
     def wait_serving(self, shard: str = "play", replicas: int = 3, timeout: float = 300) -> Member:
         """Until one primary streams to every other ready pod synchronously (quorum or sync)."""
+        seen = ["nothing yet"]
+
         def serving() -> Member | None:
-            ready = [p for p in self.pods() if _ready(p)]
-            primary = self.primary(shard)
+            pods = self.pods()
+            ready = [facts.name(p) for p in pods if _ready(p)]
+            not_ready = sorted({facts.name(p) for p in pods} - set(ready))
+            primaries = [m for m in self.members(shard) if m.primary]
+            primary = primaries[0] if len(primaries) == 1 else None
+            seen[0] = (f"ready {sorted(ready)}, not ready {not_ready}, "
+                       f"not in recovery {[m.pod for m in primaries]}")
             if len(ready) != replicas or primary is None:
                 return None
+            seen[0] += (f", {primary.pod} synchronous_standby_names={primary.synchronous_standby_names!r} "
+                        f"pg_stat_replication={list(primary.replicas)}")
             synchronous = [name for name, state in primary.replicas if state in ("sync", "quorum")]
             return primary if len(synchronous) == replicas - 1 else None
 
         return wait_for(serving, timeout, f"{replicas} pods serving with {replicas - 1} synchronous standbys",
-                        interval=1)
+                        interval=1, last_seen=lambda: seen[0])
 
 
 def _ready(pod: Manifest) -> bool:

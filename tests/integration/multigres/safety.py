@@ -95,11 +95,11 @@ def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStac
 
 
 # --- changing the shard -----------------------------------------------------------------------------
-def shard_cr(stack: MultigresStack) -> dict[str, Any]:
+def shard_cr(stack: MultigresStack, name: str = SHARD) -> dict[str, Any]:
     """The MultigresShard as the API server has it now."""
     kube = stack.kube()
     try:
-        cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD)
+        cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, name)
     finally:
         kube.close()
     assert cr is not None

@@ -18,7 +18,7 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
 
 from multigres_pools.images import catalog
-from multigres_pools.playground.localstack import wait_for
+from multigres_pools.playground.localstack import reconciles_in, wait_for
 from multigres_pools.playground.multigres_stack import Member, MultigresStack
 from multigres_pools.playground.realnode.install import KubectlError, kubectl
 from tests.integration.multigres.safety import (
@@ -35,6 +35,7 @@ from tests.integration.multigres.safety import (
     note,
     primary_label_overlaps,
     scale,
+    shard_cr,
     uids,
     wait_converged,
     watched_stack,
@@ -67,6 +68,10 @@ def test_bundle_and_pool_pods_run_as_their_image_users_under_the_restricted_prof
         assert facts.condition_true(pod, "Ready"), f"{component} not Ready: {pod['status']}"
         uid = _kubectl(watched, "-n", keys.INSTALL_NAMESPACE, "exec", facts.name(pod), "--", "id", "-u").strip()
         assert uid == "65532", f"{component} runs as {uid}"
+        # Least privilege costs nothing at run time: no request the bundle's RBAC refuses (kopf's
+        # CRD and namespace scanning once cost the agent ~55 s of forbidden retries at start).
+        log = _kubectl(watched, "-n", keys.INSTALL_NAMESPACE, "logs", facts.name(pod))
+        assert "Forbidden" not in log, f"{component} was refused a request: {log[:3000]}"
     pool = watched.stack.pods()[0]
     containers = {c["name"]: c for c in pool["status"]["containerStatuses"]}
     assert all(c["ready"] for c in containers.values()), containers
@@ -92,21 +97,31 @@ def _service_url(watched: Watched, name: str, path: str) -> str:
     return f"http://{service['spec']['clusterIP']}:{service['spec']['ports'][0]['port']}{path}"
 
 
-def test_operator_and_agent_metrics_answer_through_their_services_to_a_scraper_token(watched: Watched) -> None:
+def _scraper_token(watched: Watched) -> str:
+    """A token of a ServiceAccount bound to the bundle's metrics-reader ClusterRole, as Prometheus has."""
     ns = "monitoring"
     _kubectl(watched, "create", "namespace", ns, check=False)
     _kubectl(watched, "-n", ns, "create", "serviceaccount", "scraper", check=False)
     _kubectl(watched, "create", "clusterrolebinding", "scraper", f"--clusterrole={keys.METRICS_READER_ROLE}",
              f"--serviceaccount={ns}:scraper", check=False)
-    token = _kubectl(watched, "-n", ns, "create", "token", "scraper").strip()
-    for service in (f"{keys.OPERATOR_COMPONENT}-metrics", f"{keys.AGENT_COMPONENT}-metrics"):
-        url = _service_url(watched, service, "/metrics")
+    return _kubectl(watched, "-n", ns, "create", "token", "scraper").strip()
+
+
+def _scrape(watched: Watched, component: str, token: str) -> str:
+    request = urllib.request.Request(_service_url(watched, f"{component}-metrics", "/metrics"),
+                                     headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=5) as resp:
+        assert resp.status == 200
+        return str(resp.read().decode())
+
+
+def test_operator_and_agent_metrics_answer_through_their_services_to_a_scraper_token(watched: Watched) -> None:
+    token = _scraper_token(watched)
+    for component in (keys.OPERATOR_COMPONENT, keys.AGENT_COMPONENT):
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(url, timeout=5)
-        assert refused.value.code == 401, f"{service} without a token"
-        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-        with urllib.request.urlopen(request, timeout=5) as resp:
-            assert resp.status == 200 and b"# TYPE" in resp.read()
+            urllib.request.urlopen(_service_url(watched, f"{component}-metrics", "/metrics"), timeout=5)
+        assert refused.value.code == 401, f"{component} without a token"
+        assert "# TYPE" in _scrape(watched, component, token)
 
 
 # --- NetworkPolicy, enforced by kube-router -------------------------------------------------------------
@@ -210,6 +225,43 @@ def test_a_killed_multipooler_is_restarted_by_the_kubelet_and_the_shard_converge
     assert_nothing_lost(watched)
 
 
+# --- a forged pod ---------------------------------------------------------------------------------------
+def test_a_forged_pod_with_copied_labels_is_neither_counted_nor_drained(watched: Watched) -> None:
+    """Anyone who may create pods in the namespace can copy a pool pod's labels. Such a pod runs (and the
+    NetworkPolicy, being label-based, admits it: docs/api.md), but the operator counts only pods its
+    MultigresShard controls: no surplus to drain, no role published on it, no finalizer, no status."""
+    stack = watched.stack
+    primary = stack.primary()
+    assert primary is not None
+    standby = next(p for p in stack.pods() if facts.name(p) != primary.pod)
+    real = {facts.name(p): facts.uid(p) for p in stack.pods()}
+    token = _scraper_token(watched)
+    passes = reconciles_in(_scrape(watched, keys.OPERATOR_COMPONENT, token))
+    forged = _probe_pod("forged-pool-pod", dict(facts.labels(standby)), [])
+    forged["spec"]["restartPolicy"] = "Always"
+    forged["spec"]["containers"][0]["command"] = ["/bin/sh", "-c", "sleep 3600"]
+    _apply_pod(watched, stack.namespace, forged)
+    try:
+        wait_for(lambda: any(facts.name(p) == "forged-pool-pod" and facts.condition_true(p, "Ready")
+                             for p in stack.pods()), 120, "the forged pod Ready on the node", interval=1)
+        # The pod's events reach the operator (it matches the shard's selector): wait for a pass after it.
+        wait_for(lambda: reconciles_in(_scrape(watched, keys.OPERATOR_COMPONENT, token)) > passes, 120,
+                 "an operator pass after the forged pod", interval=1)
+        cr = shard_cr(stack)
+        pod = next(p for p in stack.pods() if facts.name(p) == "forged-pool-pod")
+        assert facts.meta(pod).get("finalizers") in (None, []), facts.meta(pod)
+        assert not facts.meta(pod).get("ownerReferences")
+        assert facts.labels(pod) == forged["metadata"]["labels"]
+        assert not any(keys.OWNED_KEY_DOMAIN in k for k in facts.annotations(pod)), facts.annotations(pod)
+        assert "forged-pool-pod" not in (cr["status"].get("podRoles") or {})
+        assert cr["status"]["readyReplicas"] == 3 and facts.condition_true(cr, "Ready"), cr["status"]
+        assert {facts.name(p): facts.uid(p) for p in stack.pods() if facts.name(p) != "forged-pool-pod"} == real
+        assert not any(keys.ANN_DRAIN_STATE in facts.annotations(p) for p in stack.pods()), "a drain was requested"
+    finally:
+        _kubectl(watched, "-n", stack.namespace, "delete", "pod", "forged-pool-pod", "--wait=true", "--timeout=120s")
+    stack.wait_serving(SHARD, replicas=3, timeout=120)
+
+
 # --- the story under load -------------------------------------------------------------------------------
 def test_scale_roll_scale_down_and_kubectl_delete_lose_nothing(watched: Watched) -> None:
     """The story users run, judged by the claims of tests/integration/multigres/safety.py: a rolling
@@ -299,3 +351,40 @@ def test_pvcs_are_bound_by_the_provisioner_on_the_node(watched: Watched) -> None
         volume = json.loads(_kubectl(watched, "get", "pv", claim["spec"]["volumeName"], "-o", "json"))
         assert volume["spec"]["storageClassName"] == "local-path"
         assert volume["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == "rancher.io/local-path"
+
+
+# --- a pod that cannot start ------------------------------------------------------------------------------
+MISSING_IMAGE = "127.0.0.1:9/missing/pgctld:v0.1.0"  # a registry that refuses at once: no network wait
+
+
+def test_an_image_the_node_cannot_pull_is_named_on_the_shard_and_the_shard_deletes_cleanly(watched: Watched) -> None:
+    """The kubelet's own waiting reason, not a simulated one, surfaces as PodsStuck on the MultigresShard
+    (pod, container, reason); deleting that shard leaves the serving one alone. Last in the module: a
+    second shard's pods share the namespace."""
+    stack = watched.stack
+    doc = stack.sample_shard(replicas=1, name="stuck")
+    doc["spec"].update(clusterName="stuck", images={"postgres": MISSING_IMAGE})
+    doc["spec"]["globalTopoServer"]["rootPath"] = "/multigres/stuck"
+    doc["spec"]["multigateway"] = {"enabled": False}
+    stack.apply_shard(doc)
+    try:
+        def stuck() -> dict[str, Any] | None:
+            cr = shard_cr(stack, "stuck")
+            return next((c for c in (cr.get("status") or {}).get("conditions") or []
+                         if c["type"] == keys.ShardCondition.PODS_STUCK and c["status"] == "True"), None)
+
+        condition = wait_for(stuck, 180, "PodsStuck on the shard whose image cannot be pulled", interval=1)
+        assert condition["reason"] in ("ErrImagePull", "ImagePullBackOff"), condition
+        (pod,) = _pod_json(watched, stack.namespace, f"{keys.LABEL_APP_INSTANCE}=stuck,"
+                                                     f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
+        assert condition["message"].startswith(f"{facts.name(pod)}: init container postgres waiting: "), condition
+        assert MISSING_IMAGE in condition["message"], condition
+        assert shard_cr(stack, "stuck")["status"]["phase"] == "Degraded"
+    finally:
+        _kubectl(watched, "-n", stack.namespace, "delete", keys.SHARD_PLURAL, "stuck", "--wait=true",
+                 "--timeout=300s")
+    # Pool pods went with the shard's finalizer; multiorch's follow by garbage collection (Deployment, ReplicaSet).
+    wait_for(lambda: _pod_json(watched, stack.namespace, f"{keys.LABEL_APP_INSTANCE}=stuck") == [], 180,
+             "the deleted shard's pods to be gone", interval=1)
+    stack.wait_serving(SHARD, replicas=3, timeout=120)
+    assert_nothing_lost(watched)

@@ -67,6 +67,9 @@ def test_invalid_spec_exits_non_zero_names_path_and_rule_and_writes_nothing(tmp_
 @pytest.mark.parametrize(("content", "message"), [
     ("a: [unclosed", "bad.yaml"),
     ("just a string", "not a MultigresShard document"),
+    ("", "bad.yaml: no YAML document in it (empty, only comments, or null)"),
+    ("# only a comment\n", "bad.yaml: no YAML document in it"),
+    ("null\n", "bad.yaml: no YAML document in it"),
 ])
 def test_unreadable_input_is_an_error(tmp_path, capsys, content, message):
     (tmp_path / "bad.yaml").write_text(content)
@@ -260,3 +263,24 @@ def test_playbook_writes_the_same_bytes_as_the_cli_and_check_mode_writes_nothing
                             cwd=REPO, env=env, capture_output=True, text=True)
     assert failed.returncode != 0 and "spec.shardName" in failed.stdout
     assert not (tmp_path / "bad").exists()
+
+
+def test_an_empty_folder_is_named(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["render", "-d", str(tmp_path / "empty"), "-o", str(tmp_path / "out")]) == 2
+    assert f"{tmp_path / 'empty'}: no .yaml or .yml file in it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"replicasPerCell": True}, "spec.pools.default.replicasPerCell: Input should be a valid integer"),
+    ({"replicasPerCell": "3"}, "spec.pools.default.replicasPerCell: Input should be a valid integer"),
+    ({"storage": {"size": "1GB"}}, "spec.pools.default.storage.size: '1GB' is not a Kubernetes quantity: a number "
+                                   "with a binary suffix (Ki, Mi, Gi, Ti) or a decimal one (k, M, G, T), e.g. 10Gi"),
+])
+def test_values_the_api_server_refuses_are_refused_in_words(tmp_path, capsys, change, message):
+    """As strict as the API server (a boolean is no integer), and a quantity error without a regex."""
+    doc = corpus.spec({"pools": {"default": {"cells": ["zone1"], **change}}})
+    path = _write_doc(tmp_path / "shard.yaml", doc)
+    assert cli.main(["render", "-f", str(path), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "^(" not in err, err
