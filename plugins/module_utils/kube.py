@@ -130,7 +130,12 @@ def _merge_kubeconfigs(paths: list[Path]) -> Manifest:
     merged: Manifest = {"current-context": None, "clusters": [], "users": [], "contexts": []}
     seen: dict[str, set[str]] = {"clusters": set(), "users": set(), "contexts": set()}
     for path in paths:
-        doc = yaml.safe_load(path.read_text()) or {}
+        try:
+            doc = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"kubeconfig {path}: cannot be read: {exc}") from None
+        if not isinstance(doc, dict):
+            raise ValueError(f"kubeconfig {path}: not a kubeconfig (a YAML mapping with clusters, users, contexts)")
         merged["current-context"] = merged["current-context"] or doc.get("current-context")
         for section, names in seen.items():
             for entry in doc.get(section) or []:
@@ -140,12 +145,12 @@ def _merge_kubeconfigs(paths: list[Path]) -> Manifest:
     return merged
 
 
-def _pick(doc: Manifest, section: str, entry_name: str) -> Manifest:
+def _pick(doc: Manifest, section: str, entry_name: str, where: str) -> Manifest:
     entries: list[Manifest] = doc.get(section) or []
     for entry in entries:
         if entry.get("name") == entry_name:
             return entry
-    raise ValueError(f"kubeconfig has no {section[:-1]} named {entry_name!r}")
+    raise ValueError(f"kubeconfig {where} has no {section[:-1]} named {entry_name!r}")
 
 
 def _exec_credentials(spec: Manifest) -> Manifest:
@@ -195,18 +200,23 @@ def load_credentials(kubeconfig: str | None = None, context: str | None = None) 
             raise ValueError(f"kubeconfig {kubeconfig} does not exist")
         return _in_cluster()
     doc = _merge_kubeconfigs(paths)
+    where = os.pathsep.join(map(str, paths))
     ctx_name = context or doc.get("current-context")
     if not ctx_name:
-        raise ValueError("kubeconfig has no current-context; pass `context`")
-    ctx = _pick(doc, "contexts", ctx_name)["context"]
-    cluster_entry = _pick(doc, "clusters", ctx["cluster"])
-    user_entry = _pick(doc, "users", ctx["user"]) if ctx.get("user") else {"user": {}}
-    cluster, user = cluster_entry["cluster"], user_entry.get("user") or {}
+        raise ValueError(f"kubeconfig {where} has no current-context: choose one (kubectl config use-context NAME)")
+    try:
+        ctx = _pick(doc, "contexts", ctx_name, where)["context"]
+        cluster_entry = _pick(doc, "clusters", ctx["cluster"], where)
+        user_entry = _pick(doc, "users", ctx["user"], where) if ctx.get("user") else {"user": {}}
+        cluster, user = cluster_entry["cluster"], user_entry.get("user") or {}
+        server = cluster["server"]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"kubeconfig {where}: context {ctx_name!r} is incomplete (missing {exc})") from None
     if user.get("auth-provider"):
         return _legacy_loader(paths[0], ctx_name)
     cbase, ubase = Path(cluster_entry["_base"]), Path(user_entry.get("_base") or cluster_entry["_base"])
     creds = Credentials(
-        server=cluster["server"].rstrip("/"),
+        server=server.rstrip("/"),
         ca_data=_read(cbase, cluster.get("certificate-authority"), cluster.get("certificate-authority-data")),
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
         cert_data=_read(ubase, user.get("client-certificate"), user.get("client-certificate-data")),
@@ -228,7 +238,8 @@ def load_credentials(kubeconfig: str | None = None, context: str | None = None) 
 def _in_cluster() -> Credentials:
     host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
     if not host or not (IN_CLUSTER_DIR / "token").exists():
-        raise ValueError("no kubeconfig found and not running in a cluster (set KUBECONFIG or `kubeconfig`)")
+        raise ValueError("no kubeconfig found (KUBECONFIG is unset and there is no ~/.kube/config) and not running "
+                         "in a cluster: set KUBECONFIG or give the path of a kubeconfig")
     if ":" in host:
         host = f"[{host}]"
     return Credentials(server=f"https://{host}:{port}", ca_data=(IN_CLUSTER_DIR / "ca.crt").read_bytes(),

@@ -6,6 +6,9 @@ resolves, from a laptop or the playground it does not, so the pod's IP is read f
 
 from __future__ import annotations
 
+import functools
+import socket
+
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
 
@@ -18,3 +21,18 @@ def pod_address(kube: KubeClient, hostname: str) -> str:
         if ip:
             return str(ip)
     return hostname
+
+
+@functools.lru_cache(maxsize=256)  # a resolver that times out is asked once per name, not per call
+def resolvable(hostname: str) -> bool:
+    try:
+        socket.getaddrinfo(hostname, None)
+    except (OSError, UnicodeError):
+        return False
+    return True
+
+
+def pod_address_unless_resolvable(kube: KubeClient, hostname: str) -> str:
+    """The name as it is where cluster DNS answers it (in the cluster), else the pod's IP: what a
+    laptop or the playground needs, chosen per name so one command works in both places."""
+    return hostname if resolvable(hostname) else pod_address(kube, hostname)

@@ -26,8 +26,8 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeCl
 
 from . import cli_help, dataplane
 from .agent import podinfo
-from .dataplane.base import DataPlaneError
-from .podaddress import pod_address
+from .dataplane.base import DataPlaneError, Durability
+from .podaddress import pod_address, pod_address_unless_resolvable
 
 Obj = dict[str, Any]
 BACKUPS_SHOWN = 5
@@ -65,7 +65,7 @@ class Report:
     primary: str | None = None
     synchronous_standby_names: list[str] = field(default_factory=list)
     cohort: list[str] = field(default_factory=list)
-    durability: str = ""
+    durability: Durability | None = None  # the cohort's policy, as the primary reports it
     backups: list[tuple[str, str, bool]] = field(default_factory=list)  # id, type, complete
     data_plane_error: str = ""
     decommission: list[str] = field(default_factory=list)  # pods listed in spec.pools.<pool>.decommission
@@ -128,7 +128,7 @@ def _data_plane(cr: Obj, pods: list[Obj], dial_host: Callable[[str], str] | None
             "primary": leader.hostname.split(".")[0] or str(leader.id),
             "standbys": sorted(f"{p.cell}_{p.name}" for p in sync.standbys),
             "cohort": sorted(f"{p.cell}_{p.name}" for p in sync.cohort),
-            "durability": str(sync.durability or ""),
+            "durability": sync.durability,
         }
         try:
             found["backups"] = [(b.backup_id, b.type, b.complete)
@@ -164,7 +164,7 @@ def gather(kube: KubeClient, namespace: str, shard: str, dial_host: Callable[[st
         report.primary = seen.get("primary")
         report.synchronous_standby_names = seen.get("standbys", [])
         report.cohort = seen.get("cohort", [])
-        report.durability = seen.get("durability", "")
+        report.durability = seen.get("durability")
         report.backups = seen.get("backups", [])
         if "backups_error" in seen:
             report.data_plane_error = f"backups: {seen['backups_error']}"
@@ -197,7 +197,7 @@ def text(report: Report) -> str:
         lines.append(f"  primary (confirmed by consensus): {report.primary}")
         lines.append(f"  synchronous standbys: {', '.join(report.synchronous_standby_names) or '(none)'}")
         if report.cohort:
-            lines.append(f"  cohort: {', '.join(report.cohort)}  durability: {report.durability or '-'}")
+            lines.append(f"  cohort: {', '.join(report.cohort)}  durability: {_durability(report.durability)}")
     for label in ("running", "last"):
         run = report.backup.get(label) or {}
         if run:
@@ -227,6 +227,12 @@ def _backup_run(run: dict[str, Any]) -> str:
     return line
 
 
+def _durability(policy: Durability | None) -> str:
+    if policy is None:
+        return "-"
+    return f"at least {policy.required} {'cells' if policy.multi_cell else 'poolers'}"
+
+
 def as_json(report: Report) -> str:
     body = asdict(report)
     body["blocked"] = report.blocked
@@ -234,8 +240,8 @@ def as_json(report: Report) -> str:
 
 
 EXAMPLES = cli_help.examples(
-    "multigres-pools status orders -n db                       from inside the cluster network",
-    "multigres-pools status play -n play --dial-pod-ips         from outside it (a laptop, the playground)",
+    "multigres-pools status orders -n db                       inside or outside the cluster network",
+    "multigres-pools status play -n play --dial-pod-ips         only pod IPs, never cluster DNS names",
     "multigres-pools status orders -n db -o json | jq .blocked")
 
 
@@ -246,7 +252,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="format (default %(default)s)")
     p.add_argument("--dial-pod-ips", action="store_true",
-                   help="dial poolers at their pod IPs instead of their registered hostnames")
+                   help="dial poolers at their pod IPs, never their registered hostnames (by default a "
+                        "hostname that does not resolve here is dialled at its pod's IP)")
     p.add_argument("--rpc-timeout", type=float, default=5.0, help="seconds per data-plane call (default %(default)s)")
     return p
 
@@ -259,7 +266,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"multigres-pools status: cannot load the kubeconfig: {exc}", file=sys.stderr)
         return 2
     try:
-        dial = (lambda host: pod_address(kube, host)) if args.dial_pod_ips else None
+        address = pod_address if args.dial_pod_ips else pod_address_unless_resolvable
+
+        def dial(host: str) -> str:
+            return address(kube, host)
+
         report = gather(kube, args.namespace, args.shard, dial_host=dial, rpc_timeout=args.rpc_timeout)
     except LookupError as exc:
         print(f"multigres-pools status: {exc}", file=sys.stderr)

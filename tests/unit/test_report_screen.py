@@ -128,3 +128,12 @@ def test_an_unreachable_api_server_is_one_line_naming_it_not_a_traceback(tmp_pat
             assert report.main(["play", "-n", "play", "--kubeconfig", str(config)]) == 1
             err = capsys.readouterr().err
             assert err.count("\n") == 1 and f"cannot reach the API server {server}: " in err, err
+
+
+def test_the_durability_policy_is_words_on_screen_and_typed_in_json():
+    from multigres_pools.dataplane.base import Durability
+
+    report = _report(primary="play-0", cohort=["zone1_p-0", "zone1_p-1"], durability=Durability(2))
+    assert "durability: at least 2 poolers" in text(report) and "Durability(" not in text(report)
+    assert json.loads(as_json(report))["durability"] == {"required": 2, "multi_cell": False}
+    assert "at least 2 cells" in text(_report(primary="play-0", cohort=["a"], durability=Durability(2, True)))

@@ -139,12 +139,12 @@ def test_status_screen_shows_the_confirmed_primary_and_its_synchronous_set(stack
 
     def status(*extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "multigres_pools.cli", "status", "play", "-n", stack.namespace,
-                               "--kubeconfig", str(stack.kubeconfig), "--dial-pod-ips", *extra],
+                               "--kubeconfig", str(stack.kubeconfig), *extra],
                               capture_output=True, text=True, timeout=120)
 
     primary = stack.primary()
     assert primary is not None
-    as_json = status("-o", "json")
+    as_json = status("-o", "json", "--dial-pod-ips")
     assert as_json.returncode == 0, as_json.stderr
     report = json.loads(as_json.stdout)
     assert report["primary"] == primary.pod and report["version"] == "v0.1.0"
@@ -153,7 +153,10 @@ def test_status_screen_shows_the_confirmed_primary_and_its_synchronous_set(stack
     assert set(rows) == {facts.name(p) for p in stack.pods()}
     assert all(row["in_sync_set"] for name, row in rows.items() if name != primary.pod)
     assert {row["role"] for row in rows.values()} == {"PRIMARY", "REPLICA"}
+    assert report["durability"] == {"required": 2, "multi_cell": False}
 
+    # Without --dial-pod-ips: the registered cluster DNS names do not resolve on this host, so each is
+    # dialled at its pod's IP, as from a laptop.
     screen = status()
     assert screen.returncode == 0 and f"primary (confirmed by consensus): {primary.pod}" in screen.stdout
     missing = subprocess.run([sys.executable, "-m", "multigres_pools.cli", "status", "nope", "-n", stack.namespace,

@@ -8,6 +8,7 @@ import os
 import stat
 import sys
 
+import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import compare, keys, kube, status
 from ansible_collections.multigres.pools.plugins.module_utils.model import MultigresShardStatus
 
@@ -147,6 +148,25 @@ def test_kubeconfig_exec_plugin_supplies_the_token(tmp_path):
                          "args": [str(plugin)], "env": [{"name": "WHO", "value": "plugin"}]}}}]}))
     creds = kube.load_credentials(str(config))
     assert creds.headers() == {"Authorization": "Bearer from-plugin"} and creds.insecure
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("a: [unclosed", "cannot be read"),
+    ("- a list", "not a kubeconfig"),
+    ('{"contexts": []}', "has no current-context: choose one (kubectl config use-context NAME)"),
+    ('{"current-context": "x", "contexts": []}', "has no context named 'x'"),
+    ('{"current-context": "x", "contexts": [{"name": "x", "context": {"user": "u"}}]}',
+     "context 'x' is incomplete (missing 'cluster')"),
+    ('{"current-context": "x", "contexts": [{"name": "x", "context": {"cluster": "c"}}], '
+     '"clusters": [{"name": "c", "cluster": {}}]}', "context 'x' is incomplete (missing 'server')"),
+])
+def test_a_broken_kubeconfig_is_named_with_what_is_wrong(tmp_path, content, message):
+    """Errors name the file and say what to do, in the words of kubectl, not of a module parameter."""
+    config = tmp_path / "config"
+    config.write_text(content)
+    with pytest.raises(ValueError) as refused:
+        kube.load_credentials(str(config))
+    assert str(refused.value).startswith(f"kubeconfig {config}") and message in str(refused.value), refused.value
 
 
 def test_every_status_field_the_engine_writes_is_declared_and_described_in_the_crd():
