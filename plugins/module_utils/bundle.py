@@ -106,6 +106,13 @@ METRICS_AUTH_GRANTS = (
           ("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),
 )
 
+# Nodes have no namespace: a ClusterRole even in a namespaced install.
+OPERATOR_NODE_GRANTS = (
+    Grant("Node maintenance: see which nodes are cordoned (spec.unschedulable), so the pool pods on them "
+          "leave through a drain, the primary last, instead of being evicted. Read only.",
+          ("",), ("nodes",), ("get", "list", "watch")),
+)
+
 LEASE_GRANT = Grant(
     "Leader election: one active replica at a time, through a Lease in the install namespace only.",
     ("coordination.k8s.io",), ("leases",), ("get", "create", "update"),
@@ -301,6 +308,8 @@ def permissions() -> list[Permission]:
         rows += [Permission(account, WATCHED, grant) for grant in grants]
         rows.append(Permission(account, INSTALL, LEASE_GRANT))
         rows += [Permission(account, CLUSTER, grant) for grant in METRICS_AUTH_GRANTS]
+        if account == OPERATOR:
+            rows += [Permission(account, CLUSTER, grant) for grant in OPERATOR_NODE_GRANTS]
     return rows
 
 
@@ -401,6 +410,11 @@ def files(image: str = DEFAULT_IMAGE, namespaces: tuple[str, ...] = DEFAULT_WATC
         objects[f"{command}-metrics-service.yaml"] = _metrics_service(name)
         order += [f"{command}-serviceaccount.yaml", *sorted(rbac_texts), *sorted(rbac_objects),
                   f"{command}-deployment.yaml", f"{command}-metrics-service.yaml"]
+    texts["operator-nodes-clusterrole.yaml"] = _rbac_text("ClusterRole", keys.OPERATOR_NODES_ROLE, OPERATOR_NODE_GRANTS)
+    nodes_binding = _binding("ClusterRoleBinding", keys.OPERATOR_NODES_ROLE)
+    nodes_binding["subjects"] = [{"kind": "ServiceAccount", "name": OPERATOR, "namespace": NAMESPACE}]
+    objects["operator-nodes-clusterrolebinding.yaml"] = nodes_binding
+    order += ["operator-nodes-clusterrole.yaml", "operator-nodes-clusterrolebinding.yaml"]
     objects["agent-pod-policy.yaml"], objects["agent-pod-policy-binding.yaml"] = agent_pod_policy()
     order += ["agent-pod-policy.yaml", "agent-pod-policy-binding.yaml"]
     auth_role, auth_binding, reader = metrics_rbac()

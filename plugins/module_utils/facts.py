@@ -161,6 +161,11 @@ class PodFacts:
         return self.role == keys.Role.DRAINED
 
     @property
+    def node(self) -> str:
+        """The node the pod is bound to ("" while unscheduled)."""
+        return str((self.obj.get("spec") or {}).get("nodeName") or "")
+
+    @property
     def in_drain(self) -> bool:
         return self.drain_state is not None
 

@@ -86,6 +86,8 @@ AGENT_POD_POLICY = "multigres-pools-agent-pool-pods-only"
 # monitoring bundle's scraper ServiceAccount with its token Secret.
 METRICS_AUTH_ROLE = "multigres-pools-metrics-auth"
 METRICS_READER_ROLE = "multigres-pools-metrics-reader"
+# The operator's read-only view of Nodes (which are cordoned: plan_maintenance.py), cluster-scoped by nature.
+OPERATOR_NODES_ROLE = "multigres-pools-operator-nodes"
 METRICS_SCRAPER = "multigres-pools-metrics-scraper"
 METRICS_SCRAPER_TOKEN = "multigres-pools-metrics-scraper-token"
 
@@ -251,6 +253,7 @@ class DrainReason(StrEnum):
     FILESYSTEM_RESIZE = "filesystem-resize"
     DRAINED_DISCARD = "drained-discard"
     DECOMMISSION = "decommission"  # spec.pools.<pool>.decommission names the pod
+    NODE_MAINTENANCE = "node-maintenance"  # its node is cordoned (kubectl drain): plan_maintenance.py
 
 
 class BackupType(StrEnum):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import facts, keys, labels, ownership
+from .kube import KubeError
 from .naming import ShardId
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ class Observed:
     foreign: tuple[Manifest, ...] = ()
     # Other live MultigresShards (name -> uid) that control pods or PVCs with this shard's labels.
     rivals: Mapping[str, str] = field(default_factory=dict)
+    # The nodes of the shard's pool pods that are cordoned (spec.unschedulable): plan_maintenance.py.
+    cordoned: frozenset[str] = frozenset()
 
     def find_foreign(self, kind: str, name: str) -> Manifest | None:
         return next((o for o in self.foreign if o.get("kind") == kind and facts.name(o) == name), None)
@@ -92,7 +95,22 @@ def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None
         if live is not None and facts.uid(live) == uid:
             rivals[rival] = uid
     return Observed(cr=cr, pods=parts.pods, pvcs=parts.pvcs, others=parts.others, foreign=parts.foreign,
-                    rivals=rivals)
+                    rivals=rivals, cordoned=cordoned_nodes(client, parts.pods))
+
+
+def cordoned_nodes(client: Reader, pods: Iterable[Manifest]) -> frozenset[str]:
+    """Which of the pods' nodes are cordoned. A node that cannot be read (gone, or no RBAC to read
+    nodes) counts as not cordoned: node maintenance then waits, nothing else does."""
+    names = {str((p.get("spec") or {}).get("nodeName")) for p in pods if (p.get("spec") or {}).get("nodeName")}
+    cordoned = set()
+    for name in sorted(names):
+        try:
+            node = client.get("v1", "Node", None, name)
+        except KubeError:
+            continue
+        if node and (node.get("spec") or {}).get("unschedulable"):
+            cordoned.add(name)
+    return frozenset(cordoned)
 
 
 def _gone(obj: Manifest | None, kind: str) -> bool:

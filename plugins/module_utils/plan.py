@@ -20,6 +20,7 @@ from .observe import Observed
 from .plan_context import REQUEUE_DRAIN, Context, PoolView, decommission_problems, pool_views
 from .plan_delete import CLEANUP_TIMEOUT, plan_delete
 from .plan_infra import plan_generated_password, plan_generated_tls, plan_infra, plan_prune
+from .plan_maintenance import MaintenanceOutcome, plan_maintenance
 from .plan_pause import Pause, pause_of
 from .plan_pool import PoolOutcome, plan_pool
 from .plan_rolling import RollingOutcome, plan_rolling
@@ -31,6 +32,7 @@ class Plan:
     errors: list[str] = field(default_factory=list)
     pools: list[PoolOutcome] = field(default_factory=list)
     rolling: RollingOutcome = field(default_factory=RollingOutcome)
+    maintenance: MaintenanceOutcome = field(default_factory=MaintenanceOutcome)
     waiting: list[str] = field(default_factory=list)
     requeue_after: float = 0.0
     deleting: bool = False
@@ -209,13 +211,19 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     outcomes = [plan_pool(ctx, view) for view in views]
     for o in outcomes:
         found += o.actions
-    rolling = plan_rolling(ctx, outcomes)
+    # Pods on cordoned nodes move before a rolling update takes its next victim: one at a time in the shard.
+    maintenance = plan_maintenance(ctx, outcomes)
+    found += maintenance.actions
+    rolling = plan_rolling(ctx, outcomes, held_by="node maintenance" if maintenance.in_progress else None)
     found += rolling.actions
-    waiting = [w for o in outcomes for w in o.waiting] + ([rolling.waiting] if rolling.waiting else [])
+    # A stalled node maintenance leads: it is the cause of what the pools wait for.
+    waiting = (([maintenance.waiting] if maintenance.waiting else []) + [w for o in outcomes for w in o.waiting]
+               + ([rolling.waiting] if rolling.waiting else []))
     requeues = [o.requeue_after for o in outcomes if o.requeue_after]
     if rolling.deferred_for:
         requeues.append(rolling.deferred_for)
-    if (rolling.in_progress and not rolling.deferred_for and not rolling.waits_for_window) or found:
+    if (rolling.in_progress and not rolling.deferred_for and not rolling.waits_for_window) or found \
+            or maintenance.in_progress:
         requeues.append(REQUEUE_DRAIN)
-    return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, waiting=waiting,
+    return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, maintenance=maintenance, waiting=waiting,
                 requeue_after=min(requeues) if requeues else 0.0, decommission_problems=decommission_problems(desired))

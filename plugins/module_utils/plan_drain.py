@@ -81,7 +81,7 @@ def drained_pvc_marks(view: PoolView) -> list[Action]:
     return out
 
 
-def cancel_reason(view: PoolView, pod: PodFacts) -> str | None:
+def cancel_reason(view: PoolView, pod: PodFacts, cordoned: frozenset[str] = frozenset()) -> str | None:
     """Why a drain still in `requested` is no longer wanted, or None to keep it (contract §3.4a).
     Once `draining`, the agent has acted on the primary: never cancelled (seed 000)."""
     if pod.drain_state != keys.DrainState.REQUESTED or pod.terminating or pod.is_drained:
@@ -97,6 +97,8 @@ def cancel_reason(view: PoolView, pod: PodFacts) -> str | None:
         return "its volume no longer waits for a filesystem resize"
     elif pod.drain_reason == keys.DrainReason.DECOMMISSION and not view.decommissioned(pod):
         return f"it left spec.pools.{view.dp.pool}.decommission"
+    elif pod.drain_reason == keys.DrainReason.NODE_MAINTENANCE and pod.node not in cordoned:
+        return f"its node {pod.node} is schedulable again"
     return None
 
 

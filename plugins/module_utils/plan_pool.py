@@ -122,7 +122,7 @@ class PoolPlanner:
                 else:
                     self.out.wait(f"pod {pod.name} is terminating; the agent removes its finalizer", REQUEUE_DRAIN)
                 continue
-            why = cancel_reason(self.view, pod)
+            why = cancel_reason(self.view, pod, self.ctx.observed.cordoned)
             if why:
                 self.view.cancelled.add(pod.name)
                 self.out.add(cancel_drain(self.ctx, pod, why))

@@ -42,7 +42,8 @@ class RollingOutcome:
         return f"{self.updated}/{self.total} pods updated"
 
 
-def plan_rolling(ctx: Context, outcomes: list[PoolOutcome]) -> RollingOutcome:
+def plan_rolling(ctx: Context, outcomes: list[PoolOutcome], held_by: str | None = None) -> RollingOutcome:
+    """`held_by` names work that goes first (node maintenance): the roll then only reports progress."""
     drifted: list[tuple[PoolView, PodFacts]] = []
     total = 0
     for outcome in outcomes:
@@ -53,6 +54,9 @@ def plan_rolling(ctx: Context, outcomes: list[PoolOutcome]) -> RollingOutcome:
                 drifted.append((view, pod))
     result = RollingOutcome(updated=total - len(drifted), total=total, drifted=[p.name for _view, p in drifted])
     if not drifted:
+        return result
+    if held_by:
+        result.waiting = f"rolling update ({result.progress}) waits for {held_by}"
         return result
     busy = [o for o in outcomes if o.busy]
     if busy:

@@ -37,12 +37,14 @@ def headless_service(ctx: ShardContext, pool: str, cell: str) -> Manifest:
 
 
 def pod_disruption_budget(ctx: ShardContext, pool: str, cell: str) -> Manifest:
-    """minAvailable = replicas - 1: exactly one voluntary disruption when every pod is Ready.
+    """minAvailable = replicas: no eviction of a pool pod is ever allowed. Pool pods leave only
+    through our drain (out of the synchronous set first, the primary last): on a cordoned node the
+    planner drains them (plan_maintenance.py) and `kubectl drain`, which retries refused evictions,
+    sees them go. An eviction would delete a pod with no drain at all, the primary included.
 
-    Not `maxUnavailable: 1` (the Go operator's choice): the disruption controller resolves
-    maxUnavailable and percentages through the pods' controller's scale subresource, and bare pods
-    owned by a MultigresShard (which has none) then never allow a disruption. An integer
-    minAvailable needs no controller.
+    An integer minAvailable, not `maxUnavailable: 0`: the disruption controller resolves
+    maxUnavailable and percentages through the pods' controller's scale subresource, and a
+    MultigresShard has none (the PDB then fails to sync).
     """
     replicas = ctx.spec.pools[pool].replicas_per_cell
     return {
@@ -50,7 +52,7 @@ def pod_disruption_budget(ctx: ShardContext, pool: str, cell: str) -> Manifest:
         "kind": "PodDisruptionBudget",
         "metadata": ctx.meta(naming.pdb_name(ctx.sid, pool, cell), labels.pool_labels(ctx.sid, pool, cell)),
         "spec": {
-            "minAvailable": replicas - 1,
+            "minAvailable": replicas,
             "selector": {"matchLabels": labels.pool_selector(ctx.sid, pool, cell)},
         },
     }

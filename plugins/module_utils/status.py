@@ -132,7 +132,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
 
     if errors or stuck["status"] == "True" or (empty and total):
         phase = "Degraded"
-    elif pools_ready and orch_ready and not rolling.in_progress and not busy:
+    elif pools_ready and orch_ready and not rolling.in_progress and not result.maintenance.in_progress and not busy:
         phase = "Healthy"
     else:
         phase = "Progressing"

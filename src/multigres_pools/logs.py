@@ -8,7 +8,8 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+# kopf attaches its whole OperatorSettings to every record of an object handler: kilobytes a line.
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "settings"}
 
 
 class JsonFormatter(logging.Formatter):

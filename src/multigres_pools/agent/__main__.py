@@ -248,6 +248,8 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logs.setup(args.log_level)
+    if args.log_level.upper() != "DEBUG":  # kopf's "Handler ... succeeded", once per watch event
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` dumps every thread's stack
     runtime = build(argv)
     log.info("agent starting", extra={"identity": args.identity, "version": runtime.agent.ctx.dataplane.version,

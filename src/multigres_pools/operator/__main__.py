@@ -127,7 +127,7 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
     from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, load_credentials
 
     from . import health
-    from .cache import WATCHED
+    from .cache import CLUSTER_WATCHED, WATCHED
     from .controller import Controller, Settings
     from .invalid import InvalidSpecReporter
     from .runner import DEFAULT_PLAYBOOK, PlaybookRunner
@@ -234,6 +234,8 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
         scopes: list[str | None] = [None] if args.all_namespaces else list(namespaces)
         informers = [Informer(aio, kind, ns, functools.partial(controller.on_event, kind))
                      for kind in WATCHED for ns in scopes]
+        informers += [Informer(aio, kind, None, functools.partial(controller.on_event, kind))
+                      for kind in CLUSTER_WATCHED]
         controller.cache.informers = informers
         watching = [asyncio.create_task(i.run(), name=f"watch-{i.kind.kind}-{i.namespace or '*'}")
                     for i in informers]

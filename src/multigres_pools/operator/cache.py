@@ -28,14 +28,18 @@ Manifest = dict[str, Any]
 SHARD = Kind(keys.API_GROUP_VERSION, keys.SHARD_KIND)
 # Every object a pass lists carries the shard label: the child watches are filtered on it
 # server-side, so the operator never holds unrelated pods, Secrets or ConfigMaps.
+POD = Kind("v1", "Pod", keys.LABEL_SHARD)
 CHILDREN: tuple[Kind, ...] = (
-    Kind("v1", "Pod", keys.LABEL_SHARD),
+    POD,
     Kind("v1", "PersistentVolumeClaim", keys.LABEL_SHARD),
     *(Kind(api_version, kind, keys.LABEL_SHARD) for api_version, kind in observe.INFRA_KINDS),
     # Secrets: metadata only, so no key material is ever held in the operator's memory.
     Kind("v1", "Secret", keys.LABEL_SHARD, metadata_only=True),
 )
 WATCHED: tuple[Kind, ...] = (SHARD, *CHILDREN)
+# Watched cluster-wide whatever the namespaces: a cordoned node moves pool pods (plan_maintenance.py).
+NODE = Kind("v1", "Node", keep=("spec",), optional=True)
+CLUSTER_WATCHED: tuple[Kind, ...] = (NODE,)
 
 Bucket = tuple[str, str]  # (namespace, value of the cluster label): where a shard's objects live
 
@@ -86,9 +90,22 @@ class Cache:
     def shard(self, key: ShardKey) -> Manifest | None:
         return self._shards.get(key)
 
+    def node(self, name: str) -> Manifest | None:
+        with self._lock:
+            return self._index.get(NODE, {}).get(("", ""), {}).get(name)
+
+    def pods_on(self, node: str) -> list[Manifest]:
+        """The cached pods of shards bound to `node`."""
+        with self._lock:
+            return [pod for objs in self._index.get(POD, {}).values() for pod in objs.values()
+                    if (pod.get("spec") or {}).get("nodeName") == node]
+
     def shards(self) -> list[Manifest]:
         with self._lock:
             return list(self._shards.values())
+
+    def watches(self, kind: Kind) -> bool:
+        return any(i.kind == kind for i in self.informers)
 
     def synced(self) -> bool:
         return bool(self.informers) and all(i.synced.is_set() for i in self.informers)
@@ -125,6 +142,8 @@ class CacheView:
     def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Manifest | None:
         if (api_version, kind) == (SHARD.api_version, SHARD.kind) and namespace:
             return self.cache.shard((namespace, name))
+        if (api_version, kind) == (NODE.api_version, NODE.kind) and self.cache.watches(NODE):
+            return self.cache.node(name)
         self.misses += 1
         return self.live().get(api_version, kind, namespace, name)
 

@@ -24,7 +24,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import
 
 from . import artifacts
 from .backoff import Backoff
-from .cache import SHARD, Cache, CacheView
+from .cache import NODE, SHARD, Cache, CacheView
 from .decide import Verdict, decide_shard
 from .metrics import Metrics
 from .outcome import Outcome, Result, action_summary, classify
@@ -131,8 +131,21 @@ class Controller:
         background = not self.cache.synced()
         if kind == SHARD:
             self.shard_event(event_type, obj, background=background)
+        elif kind == NODE:
+            self.node_event(obj, old, background=background)
         else:
             self.child_event(kind.kind, event_type, obj, background=background)
+
+    def node_event(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None, *, background: bool = False) -> None:
+        """A node cordoned or uncordoned: every shard with a pod on it has work (plan_maintenance.py)."""
+        cordoned = bool((obj.get("spec") or {}).get("unschedulable"))
+        if cordoned == bool(((old or {}).get("spec") or {}).get("unschedulable")):
+            return
+        node = (obj.get("metadata") or {}).get("name", "")
+        for key in {self.router.shard_of(pod) for pod in self.cache.pods_on(node)} - {None}:
+            if key is not None and self.router.knows(key):
+                log.info("node %s %s: reconciling %s/%s", node, "cordoned" if cordoned else "uncordoned", *key)
+                self.queue.add(key, background=background)
 
     def shard_event(self, event_type: str | None, body: Mapping[str, Any], *, background: bool = False) -> None:
         if body.get("metadata") is None:

@@ -124,8 +124,8 @@ class Router:
             return None
         return key, spec_changed, False
 
-    def child_event(self, kind: str, event_type: str | None, obj: Obj) -> ShardKey | None:
-        """For a pod/PVC/PDB event: the shard to reconcile, or None if it is not ours or unchanged."""
+    def shard_of(self, obj: Obj) -> ShardKey | None:
+        """The shard a child belongs to: its owner, else the shard its labels name; None if neither."""
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace", "")
         owner = owner_shard(obj)
@@ -133,8 +133,15 @@ class Router:
         if owner and sid:
             self._by_id[(namespace, sid)] = owner
         name = owner or (self._by_id.get((namespace, sid)) if sid else None)
-        if name is None:
+        return None if name is None else (namespace, name)
+
+    def child_event(self, kind: str, event_type: str | None, obj: Obj) -> ShardKey | None:
+        """For a pod/PVC/PDB event: the shard to reconcile, or None if it is not ours or unchanged."""
+        meta = obj.get("metadata") or {}
+        key = self.shard_of(obj)
+        if key is None:
             return None
+        namespace, name = key
         if event_type == "DELETED":
             self._seen.pop((kind, namespace, meta.get("name", "")), None)
             return namespace, name

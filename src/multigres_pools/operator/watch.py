@@ -33,6 +33,7 @@ ObjKey = tuple[str, str]  # (namespace, name)
 # The watch events of a metadata-only watch carry PartialObjectMetadata.
 METADATA_WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 PAGE = 500
+OPTIONAL_RETRY_S = 300.0
 
 
 class Gone(Exception):
@@ -45,6 +46,11 @@ class Kind:
     kind: str
     selector: str = ""
     metadata_only: bool = False
+    # Top-level fields kept besides metadata (empty: all). A Node's status (images, conditions) is
+    # most of its size and nothing the planner reads.
+    keep: tuple[str, ...] = ()
+    # Without the RBAC to list it the operator still runs: the store stays empty, with a warning.
+    optional: bool = False
 
 
 class AsyncKube:
@@ -103,6 +109,8 @@ def strip(obj: Manifest, kind: Kind) -> Manifest:
     meta = obj.get("metadata") or {}
     if "managedFields" in meta:
         obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    if kind.keep:
+        obj = {k: v for k, v in obj.items() if k == "metadata" or k in kind.keep}
     obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
     return obj
 
@@ -151,7 +159,18 @@ class Informer:
                 log.info("%s watch expired (410); listing again", self.kind.kind)
             except asyncio.CancelledError:
                 raise
-            except (aiohttp.ClientError, TimeoutError, KubeError, ValueError, OSError) as exc:
+            except KubeError as exc:
+                if self.kind.optional and exc.status == 403:
+                    if not self.synced.is_set():
+                        log.warning("%s: not allowed to list them (%s); going on without them, asking again "
+                                    "every %.0fs", self.kind.kind, exc, OPTIONAL_RETRY_S)
+                    self.synced.set()  # an empty store is what we may know: do not hold the operator back
+                    await asyncio.sleep(OPTIONAL_RETRY_S)
+                    continue
+                log.warning("%s watch failed (%s); listing again in %.0fs", self.kind.kind, exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(30.0, delay * 2)
+            except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
                 log.warning("%s watch failed (%s); listing again in %.0fs", self.kind.kind, exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(30.0, delay * 2)

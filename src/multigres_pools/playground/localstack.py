@@ -314,6 +314,7 @@ class PodEvent:
     deleting: bool
     images: tuple[str, ...]
     backup: str | None = None  # the agent's backup mark (keys.ANN_BACKUP_RUNNING)
+    reason: str | None = None  # why the drain was asked for (keys.ANN_DRAIN_REASON)
 
 
 def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
@@ -324,7 +325,8 @@ def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
                     deleting=bool(meta.get("deletionTimestamp")),
                     images=tuple(c.get("image", "") for key in ("initContainers", "containers")
                                  for c in (pod.get("spec") or {}).get(key) or []),
-                    backup=(meta.get("annotations") or {}).get(keys.ANN_BACKUP_RUNNING))
+                    backup=(meta.get("annotations") or {}).get(keys.ANN_BACKUP_RUNNING),
+                    reason=(meta.get("annotations") or {}).get(keys.ANN_DRAIN_REASON))
 
 
 class PodTimeline(threading.Thread):
@@ -374,6 +376,9 @@ class PodTimeline(threading.Thread):
             if e.drain and (not seen or seen[-1] != e.drain):
                 seen.append(e.drain)
         return seen
+
+    def drain_reasons(self, uid: str) -> set[str]:
+        return {e.reason for e in self.of(uid) if e.reason}
 
     def deleted_at(self, uid: str) -> float | None:
         return next((e.at for e in self.of(uid) if e.type == "DELETED"), None)

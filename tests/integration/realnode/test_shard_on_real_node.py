@@ -51,8 +51,8 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
         yield w
 
 
-def _kubectl(watched: Watched, *args: str, check: bool = True) -> str:
-    return kubectl(watched.stack.kubeconfig, *args, check=check)
+def _kubectl(watched: Watched, *args: str, check: bool = True, timeout: float = 300) -> str:
+    return kubectl(watched.stack.kubeconfig, *args, check=check, timeout=timeout)
 
 
 def _pod_json(watched: Watched, namespace: str, selector: str) -> list[dict[str, Any]]:
@@ -351,6 +351,48 @@ def test_pvcs_are_bound_by_the_provisioner_on_the_node(watched: Watched) -> None
         volume = json.loads(_kubectl(watched, "get", "pv", claim["spec"]["volumeName"], "-o", "json"))
         assert volume["spec"]["storageClassName"] == "local-path"
         assert volume["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == "rancher.io/local-path"
+
+
+# --- kubectl drain -----------------------------------------------------------------------------------------
+def test_kubectl_drain_takes_pool_pods_only_through_our_drain_and_uncordon_brings_them_back(
+        watched: Watched) -> None:
+    """`kubectl drain` cordons the node and asks to evict its pods; the PDB refuses every pool pod, and
+    the operator, seeing the cordon, drains them itself: one at a time, a standby first (out of the
+    synchronous set before its pod goes), then only once the replacement is Ready. On this one-node
+    cluster the replacement has nowhere to go (the node is cordoned, its volume is bound to it), so
+    exactly one standby leaves, the shard keeps serving on the other two, and `kubectl drain` times
+    out on the PDB; `kubectl uncordon` brings the replacement up and ends the maintenance.
+
+    The drain selects the pool pods (`--pod-selector`): on a one-node cluster the operator and the
+    agent would have nowhere to go either, where in a real cluster they move to another node."""
+    stack = watched.stack
+    names, before = dict(app_names(stack)), uids(stack)
+    primary = stack.primary()
+    assert primary is not None
+    (node,) = _kubectl(watched, "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}").split()
+    drained = _kubectl(watched, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                       f"--pod-selector={keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}", "--timeout=150s",
+                       check=False, timeout=300)
+    try:
+        assert "global timeout reached" in drained and "disruption budget" in drained, drained
+        gone = [uid for uid in before if uid not in uids(stack)]
+        assert len(gone) == 1 and before[gone[0]] != primary.pod, (gone, drained)
+        assert keys.DrainReason.NODE_MAINTENANCE.value in watched.timeline.drain_reasons(gone[0])
+        assert_out_of_sync_set_when_deleted(watched, names, gone)
+        # The replacement waits for the node; the shard says so, and still serves on two pods.
+        (replacement,) = [p for p in stack.pods() if facts.name(p) == before[gone[0]]]
+        assert (replacement.get("status") or {}).get("phase") == "Pending" and not (replacement.get("spec") or
+                                                                                   {}).get("nodeName")
+        message = next(c["message"] for c in shard_cr(stack)["status"]["conditions"] if c["type"] == "Reconciling")
+        assert message.startswith("node maintenance") and "uncordon" in message, message
+        assert_nothing_lost(watched)
+    finally:
+        _kubectl(watched, "uncordon", node)
+    stack.wait_serving(SHARD, replicas=3, timeout=300)
+    survivors = {uid for uid in before if uid in uids(stack)}
+    assert len(survivors) == 2, "uncordoning ends the maintenance: no other pod is drained"
+    assert primary_label_overlaps(list(watched.timeline.events)) == []
+    assert_nothing_lost(watched)
 
 
 # --- a pod that cannot start ------------------------------------------------------------------------------

@@ -189,7 +189,8 @@ def _wait_pdb(api, pdb, allowed: int) -> dict[str, Any]:
     raise AssertionError(f"PDB never allowed {allowed} disruption(s): {status}")
 
 
-def test_pdb_allows_exactly_one_disruption_with_all_pods_ready(crd_installed, namespace, kubelet):
+def test_pdb_refuses_every_eviction_even_with_all_pods_ready(crd_installed, namespace, kubelet):
+    """Pool pods leave only through our drain (plan_maintenance.py for cordoned nodes), never by eviction."""
     cr = _shard(namespace, {"pools": {"default": {"replicasPerCell": 3}}})
     created = apply(crd_installed, cr)
     desired = render.desired_state(model.load_spec(cr["spec"]), namespace,
@@ -199,11 +200,14 @@ def test_pdb_allows_exactly_one_disruption_with_all_pods_ready(crd_installed, na
     (pdb,) = [o for o in desired.objects if o["kind"] == "PodDisruptionBudget"]
     selector = labels.selector_string(labels.pool_selector(desired.shard, "default", "zone1"))
     kubelet.mark_all_ready(namespace, selector)
-    status = _wait_pdb(crd_installed, pdb, 1)
-    assert (status["currentHealthy"], status["desiredHealthy"]) == (3, 2)
-    # One pod down (a drain in progress) leaves no budget for a node drain.
-    kubelet.mark_not_ready(namespace, desired.pools[0].pod(2)["metadata"]["name"])
-    _wait_pdb(crd_installed, pdb, 0)
+    status = _wait_pdb(crd_installed, pdb, 0)
+    assert (status["currentHealthy"], status["desiredHealthy"]) == (3, 3)
+    # The eviction API says so to `kubectl drain`: 429, which it retries while our drain moves the pod.
+    name = desired.pools[0].pod(2)["metadata"]["name"]
+    with pytest.raises(ApiError) as refused:
+        _call(crd_installed, "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
+              {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}})
+    assert refused.value.status == 429 and "disruption budget" in refused.value.body["message"], refused.value.body
 
 
 @pytest.mark.parametrize("case", corpus.cases("invalid"))

@@ -215,3 +215,75 @@ def test_old_or_foreign_snapshots_are_ignored(tmp_path: Path) -> None:
     path.write_text('{"format": 99, "lists": {}}')
     assert snapshot.load(path) is None
     assert snapshot.load(tmp_path / "missing.json") is None
+
+
+class _Watching:
+    """Stands for a synced informer of `kind` (CacheView asks the cache only for kinds it watches)."""
+
+    def __init__(self, kind: Any) -> None:
+        import asyncio
+
+        self.kind, self.synced = kind, asyncio.Event()
+        self.synced.set()
+
+
+def test_a_cordoned_node_is_read_from_the_cache_and_moves_its_pods_through_a_drain(tmp_path: Path) -> None:
+    """Node maintenance decided from memory: the Node cache (status stripped) says which node is cordoned."""
+    from multigres_pools.operator.cache import NODE
+    from multigres_pools.operator.watch import strip
+
+    cache = Cache()
+    cache.informers = [_Watching(NODE)]  # type: ignore[list-item]
+    cache.apply(SHARD, "ADDED", shard(), None)
+    converge(cache, tmp_path)
+    kind = KINDS[("v1", "Pod")]
+    pods = sorted(cache.objects(kind, NS), key=lambda p: p["metadata"]["name"])
+    pool = [p for p in pods if p["metadata"]["labels"].get(keys.LABEL_APP_COMPONENT) == keys.COMPONENT_POOL]
+    for pod in pods:
+        cache.apply(kind, "MODIFIED", deep_merge(pod, {"spec": {"nodeName": "n1"}}), pod)
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "resourceVersion": "9"},
+            "spec": {"unschedulable": False}, "status": {"images": [{"names": ["big"]}] * 50}}
+    cache.apply(NODE, "ADDED", strip(copy.deepcopy(node), NODE), None)
+    assert "status" not in cache.node("n1")  # type: ignore[operator]
+    verdict = decide_shard(view(cache), (NS, NAME), tmp_path, now=NOW)
+    assert verdict is not None and not verdict.run  # schedulable: nothing to do
+
+    cordoned = strip(deep_merge(node, {"spec": {"unschedulable": True}}), NODE)
+    cache.apply(NODE, "MODIFIED", cordoned, cache.node("n1"))
+    verdict = decide_shard(view(cache), (NS, NAME), tmp_path, now=NOW)
+    assert verdict is not None and verdict.run
+    drains = [line for line in verdict.plan if line.startswith("patch Pod ") and "node-maintenance" in line]
+    # No pod is labelled PRIMARY here, so the first replica by index goes first.
+    assert len(drains) == 1 and f"drain pod {pool[0]['metadata']['name']}: node-maintenance" in drains[0], verdict.plan
+    assert cache.pods_on("n1") and cache.pods_on("elsewhere") == []
+
+
+def test_a_cordon_or_uncordon_reconciles_the_shards_with_pods_on_that_node(tmp_path: Path) -> None:
+    import asyncio
+
+    from multigres_pools.operator.cache import NODE, POD
+    from multigres_pools.operator.controller import Controller, Settings
+    from multigres_pools.operator.runner import PlaybookRunner
+
+    async def scenario() -> list[tuple[str, str]]:
+        ctl = Controller(PlaybookRunner(root=tmp_path, playbook=tmp_path / "unused.yml"),
+                         Settings(concurrency=1, coalesce=0.01, resync_period=3600))
+        ctl.shard_event(None, shard())
+        added: list[tuple[str, str]] = []
+        ctl.queue.add = lambda key, **_: added.append(key)  # type: ignore[method-assign]
+        pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"nodeName": "n1"}, "metadata": {
+            "name": "p0", "namespace": NS, "labels": {keys.LABEL_SHARD: "0-inf"},
+            "ownerReferences": [{"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": NAME,
+                                 "uid": "u-1", "controller": True}]}}
+        ctl.cache.apply(POD, "ADDED", pod, None)
+        node = {"metadata": {"name": "n1"}, "spec": {}}
+        ctl.on_event(NODE, "ADDED", node, None)  # schedulable: nothing to do
+        ctl.on_event(NODE, "MODIFIED", {**node, "metadata": {"name": "n1", "labels": {"x": "y"}}}, node)
+        assert added == []
+        ctl.on_event(NODE, "MODIFIED", {**node, "spec": {"unschedulable": True}}, node)
+        ctl.on_event(NODE, "MODIFIED", node, {**node, "spec": {"unschedulable": True}})
+        other = {"metadata": {"name": "n2"}, "spec": {}}
+        ctl.on_event(NODE, "MODIFIED", {**other, "spec": {"unschedulable": True}}, other)  # no pod of ours there
+        return added
+
+    assert asyncio.run(scenario()) == [(NS, NAME), (NS, NAME)]

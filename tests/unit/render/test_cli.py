@@ -176,20 +176,25 @@ def test_rbac_justifies_every_rule_and_grants_no_wildcards(options):
             # metadata. Never delete or update Secrets: the garbage collector removes the generated ones.
             if "secrets" in rule.get("resources", []):
                 assert rule["verbs"] == ["get", "list", "watch", "create", "patch"]
-    assert roles == 6 if options.get("cluster_wide") else roles >= 6  # + metrics-auth and metrics-reader
+    # + metrics-auth, metrics-reader and the operator's read-only Nodes role
+    assert roles == 7 if options.get("cluster_wide") else roles >= 7
 
 
 def test_namespaced_by_default_one_role_and_binding_per_watched_namespace():
     files = {name: yaml.safe_load(text) for name, text in bundle.files(namespaces=("db", "db2")).items()}
     kinds = {(doc["kind"], doc["metadata"].get("namespace")) for doc in files.values() if "metadata" in doc}
-    # Cluster-scoped only: the token and access review APIs (no namespace exists for them) and /metrics.
+    # Cluster-scoped only: the token and access review APIs and Nodes (no namespace exists for them)
+    # and /metrics; Nodes read only.
     cluster_scoped = [doc for doc in files.values() if doc.get("kind") in ("ClusterRole", "ClusterRoleBinding")]
     assert sorted(doc["metadata"]["name"] for doc in cluster_scoped) == sorted(
-        [keys.METRICS_AUTH_ROLE, keys.METRICS_AUTH_ROLE, keys.METRICS_READER_ROLE, keys.METRICS_SCRAPER])
+        [keys.METRICS_AUTH_ROLE, keys.METRICS_AUTH_ROLE, keys.METRICS_READER_ROLE, keys.METRICS_SCRAPER,
+         keys.OPERATOR_NODES_ROLE, keys.OPERATOR_NODES_ROLE])
     for doc in cluster_scoped:
         for rule in doc.get("rules", []):
-            assert rule.get("resources", ["tokenreviews"])[0] in ("tokenreviews", "subjectaccessreviews"), rule
-            assert rule["verbs"] in (["create"], ["get"]), rule
+            resource = rule.get("resources", ["tokenreviews"])[0]
+            assert resource in ("tokenreviews", "subjectaccessreviews", "nodes"), rule
+            assert rule["verbs"] == (["get", "list", "watch"] if resource == "nodes" else rule["verbs"]), rule
+            assert rule["verbs"] in (["create"], ["get"], ["get", "list", "watch"]), rule
     for ns in ("db", "db2"):
         assert {("Role", ns), ("RoleBinding", ns)} <= kinds
     for component, extra in (("operator", []), ("agent", ["--owned-pods-only"])):
