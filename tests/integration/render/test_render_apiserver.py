@@ -177,16 +177,19 @@ def _pdb_status(api, pdb) -> dict[str, Any]:
     return get(api, pdb).get("status", {})
 
 
-def _wait_pdb(api, pdb, allowed: int) -> dict[str, Any]:
+def _wait_pdb(api, pdb, allowed: int, healthy: int = 3) -> dict[str, Any]:
+    """Until the disruption controller has counted `healthy` of the 3 pods (0 disruptions are allowed
+    before that too, so the count is what says it has seen them all Ready)."""
     deadline = time.monotonic() + 90
     status: dict[str, Any] = {}
     while time.monotonic() < deadline:
         status = _pdb_status(api, pdb)
         if status.get("observedGeneration") == get(api, pdb)["metadata"]["generation"] and \
-                status.get("disruptionsAllowed") == allowed and status.get("expectedPods") == 3:
+                status.get("disruptionsAllowed") == allowed and status.get("expectedPods") == 3 and \
+                status.get("currentHealthy") == healthy:
             return status
         time.sleep(0.5)
-    raise AssertionError(f"PDB never allowed {allowed} disruption(s): {status}")
+    raise AssertionError(f"PDB never allowed {allowed} disruption(s) with {healthy} healthy pods: {status}")
 
 
 def test_pdb_refuses_every_eviction_even_with_all_pods_ready(crd_installed, namespace, kubelet):
