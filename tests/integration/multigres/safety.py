@@ -199,12 +199,14 @@ def sync_set_at(watched: Watched, moment: float, after_s: float = FRESH_S) -> Sy
 
 
 def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str], deleted: list[str],
-                                        after_s: float = FRESH_S) -> None:
+                                        after_s: float = FRESH_S, grace_s: float = 0.0) -> None:
     """Each deleted pod's standby was out of the primary's synchronous_standby_names when the pod
-    started terminating (see sync_set_at), and its drain had reached ready-for-deletion."""
+    started terminating (see sync_set_at), or `grace_s` later (still before its containers stop), and
+    its drain had reached ready-for-deletion."""
     for uid in deleted:
         moment = first_terminating(watched, uid)
         assert moment is not None, f"pod {uid} ({names.get(uid)}) was never deleted"
+        moment += grace_s
         sample = sync_set_at(watched, moment, after_s)
         drain = [(e.drain, round(e.at - moment, 1)) for e in watched.timeline.of(uid) if e.drain]
         assert not listed(sample.synchronous_standby_names, names[uid]), (

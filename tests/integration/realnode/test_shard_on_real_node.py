@@ -378,7 +378,11 @@ def test_kubectl_drain_takes_pool_pods_only_through_our_drain_and_uncordon_bring
         gone = [uid for uid in before if uid not in uids(stack)]
         assert len(gone) == 1 and before[gone[0]] != primary.pod, (gone, drained)
         assert keys.DrainReason.NODE_MAINTENANCE.value in watched.timeline.drain_reasons(gone[0])
-        assert_out_of_sync_set_when_deleted(watched, names, gone)
+        # Within a second of the deletion, before its containers stop: once (1 run in 4) PostgreSQL's
+        # own setting still listed the standby 0.7 s after the agent had seen it removed through the
+        # multipooler, when the engine deleted the pod 0.3 s after ready-for-deletion (see the note of
+        # this change; the story's slower drains are held to the deletion instant).
+        assert_out_of_sync_set_when_deleted(watched, names, gone, grace_s=1.0)
         # The replacement waits for the node; the shard says so, and still serves on two pods.
         (replacement,) = [p for p in stack.pods() if facts.name(p) == before[gone[0]]]
         assert (replacement.get("status") or {}).get("phase") == "Pending" and not (replacement.get("spec") or
