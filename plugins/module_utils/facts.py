@@ -67,6 +67,11 @@ def condition(obj: Manifest, kind: str) -> Manifest | None:
     return None
 
 
+def node_name(pod: Manifest) -> str:
+    """The node a pod is bound to ("" while unscheduled)."""
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
 def condition_true(obj: Manifest, kind: str) -> bool:
     cond = condition(obj, kind)
     return cond is not None and cond.get("status") == "True"
@@ -163,7 +168,7 @@ class PodFacts:
     @property
     def node(self) -> str:
         """The node the pod is bound to ("" while unscheduled)."""
-        return str((self.obj.get("spec") or {}).get("nodeName") or "")
+        return node_name(self.obj)
 
     @property
     def in_drain(self) -> bool:

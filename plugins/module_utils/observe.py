@@ -101,7 +101,7 @@ def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None
 def cordoned_nodes(client: Reader, pods: Iterable[Manifest]) -> frozenset[str]:
     """Which of the pods' nodes are cordoned. A node that cannot be read (gone, or no RBAC to read
     nodes) counts as not cordoned: node maintenance then waits, nothing else does."""
-    names = {str((p.get("spec") or {}).get("nodeName")) for p in pods if (p.get("spec") or {}).get("nodeName")}
+    names = {facts.node_name(p) for p in pods} - {""}
     cordoned = set()
     for name in sorted(names):
         try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import keys
+from . import facts, keys
 from .actions import Action
 from .facts import PodFacts
 from .plan_context import Context
@@ -42,8 +42,7 @@ def _unscheduled(outcomes: list[PoolOutcome]) -> list[str]:
     out = []
     for outcome in outcomes:
         for pod in outcome.view.ordered():
-            scheduled = next((c for c in (pod.obj.get("status") or {}).get("conditions") or []
-                              if c.get("type") == "PodScheduled"), None)
+            scheduled = facts.condition(pod.obj, "PodScheduled")
             if scheduled is not None and scheduled.get("status") == "False":
                 why = str(scheduled.get("message") or scheduled.get("reason") or "").rstrip(".")
                 out.append(f"{pod.name} is not scheduled: {why}")

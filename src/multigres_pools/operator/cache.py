@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, observe, snapshot
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, observe, snapshot
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
 from .relevance import ShardKey
@@ -98,7 +98,7 @@ class Cache:
         """The cached pods of shards bound to `node`."""
         with self._lock:
             return [pod for objs in self._index.get(POD, {}).values() for pod in objs.values()
-                    if (pod.get("spec") or {}).get("nodeName") == node]
+                    if facts.node_name(pod) == node]
 
     def shards(self) -> list[Manifest]:
         with self._lock:

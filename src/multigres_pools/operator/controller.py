@@ -142,7 +142,7 @@ class Controller:
         if cordoned == bool(((old or {}).get("spec") or {}).get("unschedulable")):
             return
         node = (obj.get("metadata") or {}).get("name", "")
-        for key in {self.router.shard_of(pod) for pod in self.cache.pods_on(node)} - {None}:
+        for key in {self.router.shard_of(pod) for pod in self.cache.pods_on(node)}:
             if key is not None and self.router.knows(key):
                 log.info("node %s %s: reconciling %s/%s", node, "cordoned" if cordoned else "uncordoned", *key)
                 self.queue.add(key, background=background)
