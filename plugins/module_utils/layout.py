@@ -25,6 +25,7 @@ MULTIGATEWAY_PG = 15432
 
 POOLER_DIR = "/var/lib/pooler"
 PGDATA = f"{POOLER_DIR}/pg_data"
+STANDBY_SIGNAL = "standby.signal"  # in PGDATA: PostgreSQL starts in recovery while it exists
 SOCKET_DIR = "/var/run/postgresql"
 PGCTLD_CONFIG_DIR = "/etc/pgctld"
 PG_HBA_KEY = "pg_hba_template.conf"

@@ -188,6 +188,11 @@ def poolers_prefix(root: str) -> str:
     return topo_path(root, "poolers")
 
 
+def orchestrators_prefix(root: str) -> str:
+    """Where multiorchs register (v0.1.0 `<cellRoot>/orchs/multiorch-<cell>-<name>/Orch`)."""
+    return topo_path(root, "orchs")
+
+
 def cell_key(root: str, cell: str) -> str:
     return topo_path(root, "cells", cell, "Cell")
 

@@ -31,7 +31,11 @@ if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on
 POD_NAME_ENV = "POD_NAME"
 # multipooler's HTTP server answers /live before its manager is ready; pgctld's /ready waits for
 # PostgreSQL (initdb, a restore or the first backup can take minutes), so only readiness uses it.
-_STARTUP_PERIOD, _STARTUP_FAILURES = 5, 60  # 5 minutes to bring the HTTP endpoints up
+# Probed every second while starting: the kubelet starts multipooler only once the pgctld sidecar's
+# startup probe passed, and a pod in a rolling update is replaced only once it is Ready, so each
+# period is paid up to twice per pod (5 s periods cost ~10 s of a ~16 s start). Local HTTP GETs.
+_STARTUP_PERIOD, _STARTUP_FAILURES = 1, 300  # 5 minutes to bring the HTTP endpoints up
+_READY_PERIOD, _LIVE_PERIOD = 2, 10
 
 
 def _password_env() -> Manifest:
@@ -53,8 +57,8 @@ def password_volume(ctx: ShardContext) -> Manifest:
 def _probes(ready: str, live: str, port_number: int) -> Manifest:
     return {
         "startupProbe": http_probe(live, port_number, _STARTUP_PERIOD, _STARTUP_FAILURES),
-        "livenessProbe": http_probe(live, port_number, 10),
-        "readinessProbe": http_probe(ready, port_number, 5),
+        "livenessProbe": http_probe(live, port_number, _LIVE_PERIOD),
+        "readinessProbe": http_probe(ready, port_number, _READY_PERIOD),
     }
 
 
@@ -150,8 +154,31 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
     }
 
 
+# A data directory that ran before comes back in recovery. v0.1.0 starts PostgreSQL as it last ran, so
+# an old primary's pod, recreated on its volume after another pooler was promoted, would run a second
+# writable server until multiorch demoted it (10-23 s seen, sometimes never: issue #24). As a standby it
+# is writable nowhere; multiorch points it at the leader (rewinding it if needed), or elects a leader
+# when every pooler comes back at once. A new volume (no PG_VERSION) is left to initdb or a restore.
+STANDBY_ON_START = (f'test -f "$PGDATA/PG_VERSION" && test ! -e "$PGDATA/{layout.STANDBY_SIGNAL}" && '
+                    f': > "$PGDATA/{layout.STANDBY_SIGNAL}"; exit 0')
+
+
+def _standby_on_start(ctx: ShardContext, pool: Pool) -> Manifest:
+    return {
+        "name": "standby-on-start",
+        "image": ctx.images.postgres,
+        "imagePullPolicy": ctx.spec.images.image_pull_policy,
+        "command": ["/bin/sh", "-c", STANDBY_ON_START],
+        "env": [{"name": "PGDATA", "value": layout.PGDATA}],
+        "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR}],
+        "resources": resources(pool.postgres.resources),
+        "securityContext": container_security(pool.fs_group),
+    }
+
+
 def pool_containers(ctx: ShardContext, pool_name: str, cell: str,
                     service_id: str) -> tuple[list[Manifest], list[Manifest]]:
     """(initContainers, containers) of a v0.1.0 pool pod, without the optional exporter."""
     pool = ctx.spec.pools[pool_name]
-    return [_pgctld(ctx, pool)], [_multipooler(ctx, pool, pool_name, cell, service_id)]
+    return ([_standby_on_start(ctx, pool), _pgctld(ctx, pool)],
+            [_multipooler(ctx, pool, pool_name, cell, service_id)])

@@ -74,6 +74,9 @@ def parser() -> argparse.ArgumentParser:
                    help="default BackupHealthy threshold in seconds (the shard's backup.healthThreshold wins)")
     p.add_argument("--no-prune", action="store_true", help="never delete pooler records that match no pod")
     p.add_argument("--no-register", action="store_true", help="never register the database and cells")
+    p.add_argument("--no-hurry-handover", action="store_true",
+                   help="when the primary's pod is deleted, leave the new primary's election to multiorch's own "
+                        "failover grace (4-12 s on v0.1.0) instead of asking it to act at once")
     p.add_argument("--owned-pods-only", action="store_true",
                    help="act only on pool pods controlled by a MultigresShard (the install bundle sets it); "
                         "without it, pods with no controller (shards driven from vars) are served too")
@@ -229,6 +232,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
         backup_interval_s=args.backup_interval, backup_stale_after_s=args.backup_stale_after,
         prune=not args.no_prune, register_topology=not args.no_register,
         allow_unowned_pods=not args.owned_pods_only, shard_selector=args.shard_selector,
+        hurry_handover=not args.no_hurry_handover,
     )
     version = default_version(args)
 

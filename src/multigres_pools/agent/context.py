@@ -35,6 +35,8 @@ class AgentConfig:
     allow_unowned_pods: bool = True
     # Equality-based label selector on MultigresShards (trust.py): only matching shards are served.
     shard_selector: str = ""
+    # Ask multiorch to replace a leaving primary now rather than after its failover grace (handover.py).
+    hurry_handover: bool = True
 
 
 class SimulatedCrash(BaseException):

@@ -13,13 +13,14 @@ import threading
 from collections.abc import Iterator
 from typing import cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
 from . import backup_health, fence, podinfo, roles, topology, topology_health, trust
 from .backup_runner import BackupRunner
 from .context import Context, NotLeader, Obj, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
+from .handover import Handovers
 from .kube import Conflict, KubeUnavailable
 
 _SHARD_LABELS = (keys.LABEL_CLUSTER, keys.LABEL_DATABASE, keys.LABEL_TABLEGROUP, keys.LABEL_SHARD)
@@ -43,6 +44,7 @@ class Agent:
         self.passes = 0
         self.last_error: str = ""
         self.backups = BackupRunner(ctx, self._backup_done)
+        self.handovers = Handovers(ctx)
 
     def _backup_done(self, namespace: str, shard_name: str) -> None:
         """A backup ended: check backup health at the next pass of the shard instead of in minutes."""
@@ -105,10 +107,7 @@ class Agent:
                     # its pods must not re-register what was cleaned up
                     self._retired[topo.key] = str(podinfo.meta(shard).get("uid") or "")
             return
-        spec = shard.get("spec") or {}
-        sid = naming.ShardId(spec.get("clusterName", ""), spec.get("databaseName", "postgres"),
-                             spec.get("tableGroupName", "default"), spec.get("shardName", "0-inf"))
-        ref = self._ref(ns, labels.shard_selector(sid))
+        ref = self._ref(ns, labels.shard_selector(podinfo.cr_shard_id(shard)))
         with self._guard:
             self._known.add(ref)
             due = self.ctx.clock() - self._crs.get((ns, name), float("-inf")) >= self.ctx.config.backup_interval_s
@@ -253,6 +252,8 @@ class Agent:
             reading = podinfo.drain_reading(pod)
             if reading.unknown is None:
                 ctx.unknown_drains.pop((view.namespace, podinfo.name(pod)), None)
+            if podinfo.deleting(pod) and view.poolers is not None:
+                self.handovers.primary_leaving(view, pod)  # before finalize: the record may go
             try:
                 if podinfo.deleting(pod) and podinfo.has_finalizer(pod, keys.FINALIZER_POD):
                     finalize(ctx, view, pod)

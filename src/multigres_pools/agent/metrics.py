@@ -42,6 +42,10 @@ class Metrics:
             f"{_P}_role_publish_lag_seconds",
             "From reading a changed pooler role in etcd to the pod label being written.",
             registry=r, buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+        self.handover_seconds = Histogram(
+            f"{_P}_primary_handover_seconds",
+            "From the primary's pod terminating to another pooler being the confirmed primary.",
+            _SHARD, registry=r, buckets=(0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60, 120))
         self.role_changes = Counter(f"{_P}_role_changes_total", "Role labels written.", ["role"], registry=r)
         self.poolers_pruned = Counter(f"{_P}_poolers_pruned_total", "Pooler records pruned.", registry=r)
         self.last_backup_age = Gauge(

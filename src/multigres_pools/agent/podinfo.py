@@ -131,6 +131,13 @@ def cr_pod_list(cr: Obj | None, field: str) -> set[str]:
     return {str(name) for settings in pools.values() for name in (settings or {}).get(field) or []}
 
 
+def cr_shard_id(cr: Obj) -> naming.ShardId:
+    """The shard's four names as the engine reads them from the spec (with the CRD's defaults)."""
+    spec = cr.get("spec") or {}
+    return naming.ShardId(spec.get("clusterName", ""), spec.get("databaseName") or "postgres",
+                          spec.get("tableGroupName") or "default", spec.get("shardName") or "0-inf")
+
+
 def cr_topology(cr: Obj) -> ShardTopology | None:
     spec = cr.get("spec") or {}
     topo = spec.get("globalTopoServer") or {}

@@ -8,7 +8,7 @@ one from the shard's declared `keys.MultigresVersion`.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -69,6 +69,16 @@ class Pooler:
     def matches_pod(self, pod_name: str) -> bool:
         """Contract §2.6: the service id is a hash, so the hostname is what ties a record to a pod."""
         return self.id.name == pod_name or self.hostname == pod_name or self.hostname.startswith(pod_name + ".")
+
+
+@dataclass(frozen=True)
+class Orchestrator:
+    """A multiorch as it registers itself in its cell's topology (v0.1.0 `MultiOrch` record)."""
+
+    cell: str
+    name: str
+    hostname: str
+    grpc_port: int | None
 
 
 @dataclass(frozen=True)
@@ -193,6 +203,7 @@ class RefusalReason(StrEnum):
     RULE_CONFLICT = "rule-conflict"
     POOLER_UNREACHABLE = "pooler-unreachable"
     NOT_A_REPLICA = "pooler-not-a-replica"
+    ORCHESTRATOR_UNREACHABLE = "multiorch-unreachable"
     # The shard's declared Multigres version is not what etcd or the pooler speaks.
     VERSION_MISMATCH = "version-mismatch"
     UNKNOWN = "unknown-error"
@@ -234,6 +245,8 @@ class DataPlane(abc.ABC):
 
     version: ClassVar[keys.MultigresVersion]
     supports_switchover: bool = False
+    # Whether multiorch can be asked to act now rather than after its failover grace (v0.1.0).
+    supports_recovery_trigger: bool = False
     # Whether a standby can be made to refuse cohort membership (v0.1.0 INELIGIBLE); see make_ineligible.
     supports_eligibility: bool = False
     # Whether the primary is confirmed with the poolers themselves (v0.1.0) rather than read from the
@@ -298,6 +311,15 @@ class DataPlane(abc.ABC):
     def make_eligible(self, pooler: Pooler) -> None:
         """Undo make_ineligible (a cancelled drain)."""
         raise NotImplementedError(f"Multigres {self.version} has no cohort eligibility")
+
+    def orchestrators(self, topo: ShardTopology, names: Mapping[str, str]) -> list[Orchestrator]:
+        """The multiorchs registered in the shard's cells whose name starts with names[cell] (a
+        Deployment's pod names); only with supports_recovery_trigger."""
+        raise NotImplementedError(f"Multigres {self.version} has no multiorch records")
+
+    def trigger_recovery(self, orch: Orchestrator) -> tuple[str, ...]:
+        """Ask multiorch for one recovery cycle now, grace periods expired; the problems it still sees."""
+        raise NotImplementedError(f"Multigres {self.version} has no TriggerRecoveryNow")
 
     def switchover(self, topo: ShardTopology, primary: Pooler, reason: str) -> None:
         """Ask the data plane to move the primary elsewhere; era A has no such API (contract §1.4)."""

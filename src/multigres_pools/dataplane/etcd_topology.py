@@ -170,13 +170,17 @@ class EtcdTopologyPlane(DataPlane):
 
     # --- gRPC --------------------------------------------------------------------------------------
     def _channel(self, pooler: Pooler, unreachable: RefusalReason = RefusalReason.PRIMARY_UNREACHABLE) -> grpc.Channel:
-        if not pooler.hostname or not pooler.grpc_port:
-            raise DataPlaneError(unreachable, f"pooler {pooler.id} publishes no grpc address")
-        target = f"{self._dial_host(pooler.hostname)}:{pooler.grpc_port}"
+        return self._channel_to(f"pooler {pooler.id}", pooler.hostname, pooler.grpc_port, unreachable)
+
+    def _channel_to(self, who: str, hostname: str, grpc_port: int | None, unreachable: RefusalReason) -> grpc.Channel:
+        """One cached channel per address, to the host the record names (mapped by dial_host)."""
+        if not hostname or not grpc_port:
+            raise DataPlaneError(unreachable, f"{who} publishes no grpc address")
+        target = f"{self._dial_host(hostname)}:{grpc_port}"
         with self._lock:
             channel = self._channels.get(target)
             if channel is None:
-                channel = self._channels[target] = open_channel(target, pooler.hostname, self._grpc_tls)
+                channel = self._channels[target] = open_channel(target, hostname, self._grpc_tls)
         return channel
 
     def close(self) -> None:

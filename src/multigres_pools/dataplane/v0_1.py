@@ -13,12 +13,12 @@ called with `channel.unary_unary`; the backup messages are unchanged since era A
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
 import grpc
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 
@@ -26,6 +26,7 @@ from ..proto.gen import clustermetadata_pb2 as cm_a
 from ..proto.gen import multipoolermanagerdata_pb2 as backup_pb
 from ..proto.gen.v0_1 import clustermetadata_pb2 as cm
 from ..proto.gen.v0_1 import consensusdata_pb2 as cd
+from ..proto.gen.v0_1 import multiorchdata_pb2 as mod
 from ..proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
 from .base import (
     Backup,
@@ -33,6 +34,7 @@ from .base import (
     Durability,
     Eligibility,
     Leadership,
+    Orchestrator,
     Pooler,
     PoolerId,
     RefusalReason,
@@ -45,6 +47,9 @@ from .etcd_topology import EtcdTopologyPlane
 
 MANAGER = "/multipoolermanager.MultiPoolerManager/"
 CONSENSUS = "/consensus.MultiPoolerConsensus/"
+ORCH = "/multiorch.MultiOrchService/"
+# One cycle polls every pooler (up to 0.5 s) and may run a whole election (Recruit, Propose, promote).
+TRIGGER_TIMEOUT_S = 15.0
 
 _ROLES = {cm.PRIMARY: keys.Role.PRIMARY, cm.REPLICA: keys.Role.REPLICA, cm.DRAINED: keys.Role.DRAINED}
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
@@ -186,6 +191,7 @@ class V0_1(EtcdTopologyPlane):
     version = keys.MultigresVersion.V0_1_0
     supports_eligibility = True
     confirms_leader = True
+    supports_recovery_trigger = True
     cas_attempts = 6
     _pool: ThreadPoolExecutor | None = None
 
@@ -323,6 +329,36 @@ class V0_1(EtcdTopologyPlane):
         """StartReplication clears the manual stop; multiorch then reconnects it and adds it back."""
         self._call(pooler, MANAGER + "StartReplication", mpd.StartReplicationRequest(), mpd.StartReplicationResponse,
                    primary=False)
+
+    # --- multiorch -------------------------------------------------------------------------------------
+    def orchestrators(self, topo: ShardTopology, names: Mapping[str, str]) -> list[Orchestrator]:
+        found = []
+        for cell in sorted(set(topo.cells) & set(names)):
+            store, root = self._cell_store(topo, cell)
+            for key, raw in store.get_prefix(naming.orchestrators_prefix(root) + "/"):
+                try:
+                    record = cm.MultiOrch.FromString(raw)
+                except DecodeError:
+                    continue
+                if key.endswith("/Orch") and record.id.cell == cell and record.id.name.startswith(names[cell]):
+                    found.append(Orchestrator(cell, record.id.name, record.hostname, record.port_map.get("grpc")))
+        return found
+
+    def trigger_recovery(self, orch: Orchestrator) -> tuple[str, ...]:
+        """TriggerRecoveryNow(max_cycles=1): multiorch polls every pooler, expires its grace periods and
+        runs one recovery cycle, so a primary that announced INELIGIBLE is replaced now (v0.1.0
+        LeaderResigned fires at once, but its AppointLeader waits out the 4 s + 0-8 s failover grace)."""
+        unreachable = RefusalReason.ORCHESTRATOR_UNREACHABLE
+        channel = self._channel_to(f"multiorch {orch.cell}/{orch.name}", orch.hostname, orch.grpc_port, unreachable)
+        method = channel.unary_unary(ORCH + "TriggerRecoveryNow",
+                                     request_serializer=mod.TriggerRecoveryNowRequest.SerializeToString,
+                                     response_deserializer=mod.TriggerRecoveryNowResponse.FromString)
+        try:
+            response = method(mod.TriggerRecoveryNowRequest(max_cycles=1), timeout=TRIGGER_TIMEOUT_S)
+        except grpc.RpcError as exc:
+            reason = unreachable if exc.code() in _UNREACHABLE else classify_rpc_error(exc).reason
+            raise DataPlaneError(reason, f"multiorch {orch.name}: {exc.code().name}: {exc.details()}") from exc
+        return tuple(response.remaining_problem_codes)
 
     # --- backups (messages unchanged since era A) -------------------------------------------------------
     def get_backups(self, primary: Pooler, limit: int) -> list[Backup]:

@@ -455,11 +455,13 @@ def toolchain_images(toolchain: Any) -> dict[str, ImageSpec]:
     """The image table for a playground `toolchain.Toolchain`: Multigres v0.1.0's two images, each
     with the Multigres binaries, PostgreSQL 17 and pgBackRest (as the real pgctld image has them),
     a UTF-8 locale, and the system directories after them on PATH (pg_ctl and archive commands
-    run shell commands). Commands still resolve only in the image's own directories."""
+    run shell commands). Commands resolve in the image's own directories and in the one holding
+    `sh`, which both real images have (Debian under PostgreSQL's image, and our recipe's)."""
     from .toolchain import MULTIGRES_VERSION
 
+    shell = os.path.dirname(shutil.which("sh") or "/bin/sh")
     dirs = [str(d) for d in dict.fromkeys((toolchain.multigres_bin, toolchain.postgres_bin,
-                                           toolchain.pgbackrest.parent))]
+                                           toolchain.pgbackrest.parent, shell))]
     env = {k: v for k, v in toolchain.env().items() if k in ("PATH", "LANG", "LC_ALL", "LOCPATH")}
     return {f"{repo}:{MULTIGRES_VERSION}": ImageSpec(path_dirs=dirs, env=env) for repo in MULTIGRES_IMAGE_REPOSITORIES}
 

@@ -175,3 +175,70 @@ class SyncSampler(threading.Thread):
         """The last sample taken at or before `moment`."""
         before = [s for s in self.samples if s.at <= moment]
         return before[-1] if before else None
+
+
+@dataclass(frozen=True)
+class RecoverySample:
+    at: float  # monotonic
+    writable: tuple[str, ...]  # pods whose PostgreSQL answered that it is not in recovery
+    answered: int  # how many answered at all
+
+
+class RecoverySampler(threading.Thread):
+    """Asks every pool pod's PostgreSQL `pg_is_in_recovery()` every `interval` (5 Hz by default),
+    terminating pods included, so a test can show that two servers were never writable at once
+    (issue #24: an old primary coming back out of recovery beside the new one).
+
+    `pods` lists (pod name, address) and is read once a second; connections are kept open, and an
+    address that does not answer is tried again at the next listing, not at every sample."""
+
+    def __init__(self, pods: Callable[[], list[tuple[str, str]]], dsn: Callable[[str], str],
+                 interval: float = 0.2) -> None:
+        super().__init__(name="recovery-sampler", daemon=True)
+        self.pods, self.dsn, self.interval = pods, dsn, interval
+        self.samples: list[RecoverySample] = []
+        self._stopping = threading.Event()
+        self._conns: dict[tuple[str, str], psycopg.Connection] = {}
+
+    def run(self) -> None:
+        listed_at, pods = float("-inf"), []
+        while not self._stopping.wait(self.interval):
+            if time.monotonic() - listed_at >= 1.0:
+                with contextlib.suppress(Exception):  # the API server may be down in a fault test
+                    pods, listed_at = self.pods(), time.monotonic()
+                    self._connect_missing(pods)
+            answers = {pod: self._ask(pod, ip) for pod, ip in pods if (pod, ip) in self._conns}
+            self.samples.append(RecoverySample(time.monotonic(), tuple(sorted(p for p, w in answers.items() if w)),
+                                               sum(1 for w in answers.values() if w is not None)))
+        for conn in self._conns.values():
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+
+    def _connect_missing(self, pods: list[tuple[str, str]]) -> None:
+        for key in set(self._conns) - set(pods):
+            with contextlib.suppress(psycopg.Error):
+                self._conns.pop(key).close()
+        for pod, ip in pods:
+            if (pod, ip) not in self._conns:
+                with contextlib.suppress(psycopg.Error):
+                    self._conns[(pod, ip)] = psycopg.connect(self.dsn(ip), connect_timeout=1, autocommit=True)
+
+    def _ask(self, pod: str, ip: str) -> bool | None:
+        """True when writable, False in recovery, None when it did not answer (the connection is dropped)."""
+        conn = self._conns[(pod, ip)]
+        try:
+            row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+            return row is not None and not row[0]
+        except psycopg.Error:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+            del self._conns[(pod, ip)]
+            return None
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(10)
+
+    def two_writable(self) -> list[RecoverySample]:
+        """Samples in which more than one PostgreSQL was out of recovery."""
+        return [s for s in self.samples if len(s.writable) > 1]

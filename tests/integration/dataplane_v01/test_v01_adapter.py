@@ -10,9 +10,11 @@ Tests share one shard (per package) and run in file order; each starts from a he
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -219,6 +221,60 @@ def test_era_a_adapter_against_v01_reports_version_mismatch(shard: ProvisionedSh
         assert isinstance(dp.get_backups(healthy, 0), list)
     finally:
         era_a.close()
+
+
+def test_trigger_recovery_replaces_a_resigned_primary_and_it_returns_in_recovery(shard: ProvisionedShard, dp: V0_1,
+                                                                                 healthy: Pooler) -> None:
+    """Issue #24 on real v0.1.0. The agent's handover: after the primary's graceful stop (SIGTERM, as a
+    pod deletion sends), TriggerRecoveryNow makes multiorch elect a new primary in the call instead of
+    after its failover grace. Then the old primary's data directory, given standby.signal (the pool
+    pod's standby-on-start init container), starts in recovery and rejoins as a standby: it is never
+    out of recovery beside the new primary."""
+    primary, topo = healthy, shard.topology()
+    orchs = dp.orchestrators(topo, {cell: "" for cell in topo.cells})
+    assert sorted(o.cell for o in orchs) == sorted(topo.cells) and all(o.hostname and o.grpc_port for o in orchs)
+    assert dp.orchestrators(topo, {cell: "not-this-shard-" for cell in topo.cells}) == []
+    assert "LeaderResigned" not in " ".join(dp.trigger_recovery(orchs[0]))  # a healthy shard: nothing to do
+
+    started, asked = time.monotonic(), []
+    shard.signal_pooler(primary.id.cell, signal.SIGTERM)
+
+    def replaced() -> Pooler | None:
+        confirmed = dp.leadership(dp.list_poolers(topo)).confirmed
+        if confirmed is not None and confirmed.id != primary.id:
+            return confirmed
+        asked.append(dp.trigger_recovery(orchs[0]))
+        return None
+
+    new = eventually(replaced, timeout=60, what="another confirmed primary", interval=0.2)
+    note(f"SIGTERM of the primary -> new confirmed primary (multiorch asked {len(asked)} times)",
+         time.monotonic() - started)
+
+    shard.wait_pooler_gone(primary.id.cell)
+    cell = shard.config["provisioner-config"]["cells"][primary.id.cell]
+    signal_file = Path(cell["pgctld"]["pooler-dir"]) / "pg_data" / "standby.signal"
+    assert not signal_file.exists()  # it ran as the primary
+    signal_file.touch()
+    os.chown(signal_file, shard.toolchain.uid, shard.toolchain.gid)
+    samples: list[str | None] = []
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.is_set():
+            samples.append(shard.psql(cell["pgctld"]["pg-port"], "SELECT pg_is_in_recovery()"))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        shard.restart_missing()
+        eventually(lambda: listed(dp, new, shard.pooler(primary.id.cell)), timeout=180,
+                   what=f"{primary.id} back in {new.id}'s cohort")
+    finally:
+        sampling.set()
+        sampler.join()
+    assert "f" not in samples, f"the old primary ran out of recovery: {samples}"
+    assert "t" in samples
 
 
 def test_graceful_stop_rewrites_the_record_unless_it_was_deleted_first(shard: ProvisionedShard, dp: V0_1,

@@ -21,7 +21,7 @@ from multigres_pools.dataplane.base import ShardTopology
 from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.localstack import PodEvent, PodTimeline, wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
-from multigres_pools.playground.writeload import SyncSample, SyncSampler, WriteLoad
+from multigres_pools.playground.writeload import RecoverySampler, SyncSample, SyncSampler, WriteLoad
 
 SHARD = "play"
 # Per test, the module's stack start included (pytest-timeout counts fixture set-up): a 5-pod shard
@@ -58,16 +58,32 @@ class Watched:
         self.load = WriteLoad(find_primary=last_good(stack.gateway_ip) if through_gateway else primary,
                               dsn=lambda host: stack.dsn(host, port=port, password=password), interval=0.01)
         self.sync = SyncSampler(find_primary=primary, dsn=lambda host: stack.dsn(host, password=password))
+        self.recovery = RecoverySampler(pods=lambda: _pool_addresses(stack),
+                                        dsn=lambda host: stack.dsn(host, password=password))
 
     def start(self) -> None:
-        for thread in (self.timeline, self.load, self.sync):
+        for thread in (self.timeline, self.load, self.sync, self.recovery):
             thread.start()
         self.load.wait_for_acks(50, timeout=120)
 
     def stop(self) -> None:
-        for thread in (self.load, self.sync, self.timeline):
+        for thread in (self.load, self.sync, self.recovery, self.timeline):
             if thread.is_alive():
                 thread.stop()
+
+
+def _pool_addresses(stack: MultigresStack) -> list[tuple[str, str]]:
+    """Every pool pod with an address, terminating ones too: an old primary is one of them."""
+    return [(facts.name(p), ip) for p in stack.pods() if (ip := (p.get("status") or {}).get("podIP"))]
+
+
+def assert_never_two_writable(watched: Watched) -> None:
+    """Issue #24's claim, sampled at 5 Hz on every pod: never two PostgreSQL servers out of recovery."""
+    samples = watched.recovery.samples
+    assert samples and any(s.writable for s in samples), "the recovery sampler saw no primary at all"
+    both = watched.recovery.two_writable()
+    assert both == [], (f"{len(both)} of {len(samples)} samples saw two writable servers, first at "
+                        f"{both[0].at:.1f}: {both[0].writable}")
 
 
 @contextmanager

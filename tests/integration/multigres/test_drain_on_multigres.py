@@ -22,6 +22,7 @@ from .safety import (
     Watched,
     app_names,
     apply,
+    assert_never_two_writable,
     assert_nothing_lost,
     assert_out_of_sync_set_when_deleted,
     assert_replaced_one_at_a_time_primary_last,
@@ -57,6 +58,7 @@ def test_rolling_update_one_pod_at_a_time_primary_last_nothing_lost(watched: Wat
     generation = apply(stack, lambda spec: spec.setdefault("logLevels", {}).update(multipooler="debug"))
     converge(stack, generation, replicas=3)
     assert_nothing_lost(watched)
+    assert_never_two_writable(watched)
 
     deleted = assert_replaced_one_at_a_time_primary_last(watched, before, primary_uid)
     assert_out_of_sync_set_when_deleted(watched, names, deleted[:-1])

@@ -113,3 +113,36 @@ def test_for_version_picks_the_adapter() -> None:
     assert not EraA.supports_eligibility and V0_1.supports_eligibility
     with pytest.raises(NotImplementedError):
         EraA().make_ineligible(None)
+
+
+def _orch(cell: str, name: str, port: int | None = 15370) -> bytes:
+    return cm.MultiOrch(id=cm.ID(component=cm.ID.MULTIORCH, cell=cell, name=name), hostname="10.0.0.9",
+                        port_map={"grpc": port} if port else {}).SerializeToString()
+
+
+def test_only_this_shards_multiorchs_are_found_in_its_cells(private_etcd, root, v01) -> None:
+    """Another shard's multiorch shares the cell (and its TriggerRecoveryNow would expire that
+    shard's grace periods): only the names of this shard's Deployment count."""
+    etcd = Etcd(private_etcd.endpoint)
+    sid = naming.ShardId("demo", "postgres", "default", "0-inf")
+    mine = naming.multiorch_deployment_name(sid, "zone1")
+    other = naming.multiorch_deployment_name(naming.ShardId("demo", "postgres", "default", "inf-"), "zone1")
+    for name in (f"{mine}-5d8f-abcde", f"{other}-77aa-zzzzz"):
+        etcd.put(naming.topo_path(root, "orchs", f"multiorch-zone1-{name}", "Orch"), _orch("zone1", name))
+    etcd.put(naming.topo_path(root, "orchs", "multiorch-zone1-garbage", "Orch"), b"\xff\xff not a record")
+    found = v01.orchestrators(_topo(private_etcd.endpoint, root), {"zone1": mine + "-"})
+    assert [(o.cell, o.name, o.hostname, o.grpc_port) for o in found] == [
+        ("zone1", f"{mine}-5d8f-abcde", "10.0.0.9", 15370)]
+    assert v01.orchestrators(_topo(private_etcd.endpoint, root), {"zone2": mine + "-"}) == []
+
+
+def test_an_unreachable_multiorch_is_named(v01, closed_port) -> None:
+    from multigres_pools.dataplane.base import Orchestrator
+
+    host, port = closed_port.rsplit(":", 1)
+    with pytest.raises(DataPlaneError) as refused:
+        v01.trigger_recovery(Orchestrator("zone1", "orch-1", host, int(port)))
+    assert refused.value.reason is RefusalReason.ORCHESTRATOR_UNREACHABLE
+    assert "orch-1" in refused.value.message
+    with pytest.raises(DataPlaneError, match="publishes no grpc address"):
+        v01.trigger_recovery(Orchestrator("zone1", "orch-2", "10.0.0.9", None))

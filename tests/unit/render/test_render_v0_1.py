@@ -5,6 +5,7 @@ multiorch intervals and the optional multigateway."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -45,13 +46,39 @@ def _deployment(desired, component, cell="zone1"):
 
 def test_v0_1_is_the_default_with_pgctld_as_the_sidecar():
     spec = _render().pools[0].pod(0)["spec"]
-    assert [(c["name"], c.get("restartPolicy")) for c in spec["initContainers"]] == [("postgres", "Always")]
+    assert [(c["name"], c.get("restartPolicy")) for c in spec["initContainers"]] == [
+        ("standby-on-start", None), ("postgres", "Always")]
     assert [(c["name"], c.get("restartPolicy")) for c in spec["containers"]] == [
         ("multipooler", None), ("postgres-exporter", None)]
     assert spec["terminationGracePeriodSeconds"] == 45
     assert _container(spec, "postgres")["image"] == "ghcr.io/multigres/pgctld:v0.1.0"
     assert _container(spec, "multipooler")["image"] == "ghcr.io/multigres/multigres:v0.1.0"
     assert spec["hostname"] == POD0 and spec["subdomain"] == HEADLESS
+
+
+def _standby_on_start(pgdata: Path) -> None:
+    """Run the init container's command as its shell would, with PGDATA pointing at `pgdata`."""
+    init = _container(_render().pools[0].pod(0)["spec"], "standby-on-start")
+    assert init["env"] == [{"name": "PGDATA", "value": layout.PGDATA}]
+    assert {m["mountPath"] for m in init["volumeMounts"]} == {layout.POOLER_DIR}
+    assert init["image"] == _container(_render().pools[0].pod(0)["spec"], "postgres")["image"]
+    subprocess.run(init["command"], env={"PGDATA": str(pgdata), "PATH": "/usr/bin:/bin"}, check=True, timeout=10)
+
+
+def test_a_data_directory_that_ran_before_starts_in_recovery(tmp_path):
+    """Issue #24: an old primary's pod, recreated on its volume, must not start PostgreSQL writable."""
+    (tmp_path / "PG_VERSION").write_text("17\n")
+    _standby_on_start(tmp_path)
+    assert (tmp_path / layout.STANDBY_SIGNAL).is_file()
+
+
+def test_a_new_volume_and_a_standby_are_left_as_they_are(tmp_path):
+    _standby_on_start(tmp_path)  # empty: initdb or a restore fills it
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "PG_VERSION").write_text("17\n")
+    (tmp_path / layout.STANDBY_SIGNAL).write_text("kept")
+    _standby_on_start(tmp_path)
+    assert (tmp_path / layout.STANDBY_SIGNAL).read_text() == "kept"
 
 
 def test_multipooler_args_golden():
@@ -181,7 +208,7 @@ def test_every_v0_1_container_names_its_binary():
     assert binaries == {
         "postgres": "/usr/local/bin/pgctld", "multipooler": "/multigres/bin/multipooler",
         "multiorch": "/multigres/bin/multiorch", "multigateway": "/multigres/bin/multigateway",
-        "postgres-exporter": "/bin/postgres_exporter",
+        "postgres-exporter": "/bin/postgres_exporter", "standby-on-start": "/bin/sh",
     }
     era_a = _render(corpus.ERA_A).pools[0].pod(0)["spec"]
     assert "command" not in _container(era_a, "postgres-exporter")  # as the Go operator renders it

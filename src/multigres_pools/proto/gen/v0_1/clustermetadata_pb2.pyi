@@ -123,6 +123,23 @@ class MultiPooler(_message.Message):
     pg_data_dir: str
     def __init__(self, id: _Optional[_Union[ID, _Mapping]] = ..., shard_key: _Optional[_Union[ShardKey, _Mapping]] = ..., key_range: _Optional[_Union[KeyRange, _Mapping]] = ..., type: _Optional[_Union[PoolerType, str]] = ..., serving_status: _Optional[_Union[PoolerServingStatus, str]] = ..., hostname: _Optional[str] = ..., port_map: _Optional[_Mapping[str, int]] = ..., pooler_dir: _Optional[str] = ..., pg_data_dir: _Optional[str] = ...) -> None: ...
 
+class MultiOrch(_message.Message):
+    __slots__ = ("id", "hostname", "port_map")
+    class PortMapEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    PORT_MAP_FIELD_NUMBER: _ClassVar[int]
+    id: ID
+    hostname: str
+    port_map: _containers.ScalarMap[str, int]
+    def __init__(self, id: _Optional[_Union[ID, _Mapping]] = ..., hostname: _Optional[str] = ..., port_map: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
 class DurabilityPolicy(_message.Message):
     __slots__ = ("policy_name", "policy_version", "quorum_type", "required_count", "description")
     POLICY_NAME_FIELD_NUMBER: _ClassVar[int]

@@ -1,0 +1,138 @@
+"""The primary's replacement as a client of the gateway feels it, on real Multigres v0.1.0 (issue #24).
+
+    python -m bench.switchover [--rounds 10]
+
+One shard of 3 pods under a steady write load through the multigateway (a client's path); every
+pool pod's PostgreSQL is asked `pg_is_in_recovery()` at 5 Hz. Each round deletes the primary's pod
+(what a rolling update, a decommission or `kubectl delete pod` ends with) and waits until another
+pod is the confirmed primary and all 3 serve again. Reported per path: the longest stretch without
+an acknowledged write around each replacement (p50, max), the client errors seen, and the samples
+in which two servers were out of recovery.
+
+The anchor, measured in the same run on the same shard: the agent restarted with
+`--no-hurry-handover`, so the new primary waits for multiorch's own failover grace (today's path
+before the agent asked multiorch to act at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import statistics
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
+
+from bench.context import print_context
+from multigres_pools.playground.localstack import wait_for
+from multigres_pools.playground.multigres_stack import MultigresStack
+from multigres_pools.playground.writeload import RecoverySampler, WriteLoad
+
+REPLICAS = 3
+
+
+@dataclass
+class Round:
+    gap_s: float
+    errors: Counter[str]
+    two_writable: int
+
+
+def _primary_pod(stack: MultigresStack) -> str | None:
+    labelled = [facts.name(p) for p in stack.pods() if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY
+                and not facts.meta(p).get("deletionTimestamp")]
+    return labelled[0] if len(labelled) == 1 else None
+
+
+def _longest_gap(ack_times: list[float], start: float, end: float) -> float:
+    """The longest stretch between two acknowledged writes that overlaps [start, end]."""
+    gaps = [b - a for a, b in itertools.pairwise(ack_times) if b >= start and a <= end]
+    return max(gaps, default=end - start)
+
+
+def one_round(stack: MultigresStack, load: WriteLoad, recovery: RecoverySampler) -> Round:
+    old = wait_for(lambda: _primary_pod(stack), 300, "a pod labelled PRIMARY", interval=0.5)
+    errors_before, samples_before = Counter(load.errors), len(recovery.samples)
+    started = time.monotonic()
+    kube = stack.kube()
+    try:
+        kube.delete("v1", "Pod", stack.namespace, old)
+    finally:
+        kube.close()
+    wait_for(lambda: (p := _primary_pod(stack)) is not None and p != old, 300, "another primary", interval=0.2)
+    stack.wait_serving("play", replicas=REPLICAS, timeout=600)
+    load.wait_for_acks(20, timeout=120)
+    ended = time.monotonic()
+    both = [s for s in recovery.samples[samples_before:] if len(s.writable) > 1]
+    return Round(_longest_gap(list(load.ack_times), started, ended), load.errors - errors_before, len(both))
+
+
+def run_path(stack: MultigresStack, load: WriteLoad, recovery: RecoverySampler, rounds: int,
+             label: str) -> list[Round]:
+    out = []
+    for i in range(rounds):
+        out.append(one_round(stack, load, recovery))
+        print(f"  {label} round {i + 1}/{rounds}: longest gap {out[-1].gap_s:.2f} s, errors "
+              f"{dict(out[-1].errors) or 'none'}, two writable: {out[-1].two_writable}", flush=True)
+    return out
+
+
+def _row(label: str, rounds: list[Round]) -> str:
+    gaps = [r.gap_s for r in rounds]
+    errors = sum((r.errors for r in rounds), Counter())
+    return (f"{label:34}{statistics.median(gaps):8.2f}{max(gaps):8.2f}{sum(r.two_writable for r in rounds):8d}   "
+            f"{dict(errors) or 'none'}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=10, help="primary replacements per path (default 10)")
+    args = p.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench.switchover: run as root (pods get network namespaces)")
+    started = time.monotonic()
+    stack = MultigresStack(Path(tempfile.mkdtemp(prefix="mgp-bench-switchover-")), progress=lambda _line: None)
+    load = recovery = None
+    try:
+        stack.start()
+        stack.apply_shard(stack.sample_shard(replicas=REPLICAS))
+        stack.wait_serving("play", replicas=REPLICAS, timeout=900)
+        gateway = wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
+        password = stack.password("play")
+        load = WriteLoad(find_primary=lambda: gateway, interval=0.01,
+                         dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password))
+        recovery = RecoverySampler(
+            pods=lambda: [(facts.name(p), ip) for p in stack.pods() if (ip := (p.get("status") or {}).get("podIP"))],
+            dsn=lambda host: stack.dsn(host, password=password))
+        load.start()
+        recovery.start()
+        load.wait_for_acks(50, timeout=120)
+        hurried = run_path(stack, load, recovery, args.rounds, "handover")
+        stack.agent_args = (*stack.agent_args, "--no-hurry-handover")
+        stack.restart_agent()
+        anchor = run_path(stack, load, recovery, args.rounds, "anchor")
+        lost = load.missing(gateway)
+    finally:
+        for thread in (load, recovery):
+            if thread is not None:
+                thread.stop()
+        stack.stop()
+    print_context()
+    print(f"{args.rounds} primary replacements per path on Multigres v0.1.0, {REPLICAS} pods, writes through the "
+          f"gateway (whole run {time.monotonic() - started:.0f} s); acknowledged writes lost: {len(lost)}")
+    print(f"{'path':34}{'p50 s':>8}{'max s':>8}{'2 prim':>8}   client errors")
+    print(_row("agent hurries multiorch (default)", hurried))
+    print(_row("anchor: multiorch's own grace", anchor))
+    ratio = statistics.median(r.gap_s for r in hurried) / statistics.median(r.gap_s for r in anchor)
+    print(f"ratio longest write gap p50, handover / anchor: {ratio:.2f}")
+    if lost:
+        raise SystemExit(f"acknowledged writes missing: {lost[:10]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""Hurry multiorch's election while the primary's pod is going away (docs/agent.md, "Primary handover").
+
+Multigres v0.1.0 has no switchover RPC: a primary leaves when its pod is deleted. The multipooler's
+graceful shutdown announces INELIGIBLE and stops PostgreSQL (flushing its WAL to the standbys);
+multiorch's LeaderResigned sees that at once, but the AppointLeader it runs waits out the failover
+grace first (4 s plus 0-8 s of jitter by default), and every write waits with it. TriggerRecoveryNow is
+multiorch's own way to act now: it re-polls every pooler, expires its grace periods and runs a
+recovery cycle. So from the moment the confirmed primary's pod is terminating, the agent asks the
+shard's multiorch for one cycle at a time until another pooler is the confirmed primary.
+
+multiorch still chooses the new primary and runs the election (Recruit, Propose, promotion) exactly
+as it would after the grace; the agent only shortens the wait. If multiorch cannot be reached, the
+grace period ends it as before, and the agent says so.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ansible_collections.multigres.pools.plugins.module_utils import naming
+
+from ..dataplane.base import DataPlane, DataPlaneError, PoolerId, RefusalReason, ShardTopology
+from . import podinfo
+from .context import Context, NotLeader, Obj, ShardView
+
+POLL_S = 0.25
+# Past multiorch's own longest wait (4 s + 8 s of jitter) and an election's 60 s action timeout.
+GIVE_UP_S = 75.0
+
+
+@dataclass(frozen=True)
+class Leaving:
+    """A primary whose pod is terminating: what the hurrying thread needs, copied out of the pass."""
+
+    plane: DataPlane
+    topology: ShardTopology
+    orchestrators: dict[str, str]  # cell -> name prefix of the shard's multiorch pods there
+    old: PoolerId
+    pod: str
+    targets: list[Obj]  # where the outcome is reported (the pod, the MultigresShard)
+    shard: tuple[str, str]  # (namespace, MultigresShard) for the metric
+
+
+def orchestrator_prefixes(shard: Obj, cells: tuple[str, ...]) -> dict[str, str]:
+    """A multiorch registers under its pod name (`--service-id=$(POD_NAME)`), which starts with its
+    Deployment's name: only the multiorchs of this shard are asked (another shard's share the cell)."""
+    sid = podinfo.cr_shard_id(shard)
+    return {cell: naming.multiorch_deployment_name(sid, cell) + "-" for cell in cells}
+
+
+class Handovers:
+    """At most one hurrying thread per shard; started from a pass, never blocking it."""
+
+    def __init__(self, ctx: Context, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.ctx = ctx
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._running: dict[tuple[str, ...], threading.Thread] = {}
+
+    def primary_leaving(self, view: ShardView, pod: Obj) -> threading.Thread | None:
+        """Start hurrying the election if the pod being deleted is the shard's primary; the thread, or
+        None when there is nothing to do (not the primary, already hurrying, no multiorch to ask)."""
+        plane, old = view.dataplane, view.own_id(pod)
+        if not self.ctx.config.hurry_handover or plane is None or not plane.supports_recovery_trigger:
+            return None
+        if view.shard is None or old is None or view.poolers is None or not view.is_primary(pod):
+            return None
+        leaving = Leaving(plane, view.topology, orchestrator_prefixes(view.shard, view.topology.cells), old,
+                          podinfo.name(pod), view.event_targets(pod),
+                          (view.namespace, podinfo.name(view.shard)))
+        with self._lock:
+            running = self._running.get(view.topology.key)
+            if running is not None and running.is_alive():
+                return None
+            thread = threading.Thread(target=self._hurry, args=(leaving,), daemon=True,
+                                      name=f"handover-{leaving.pod}")
+            self._running[view.topology.key] = thread
+        thread.start()
+        return thread
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Join every hurrying thread (tests, shutdown)."""
+        with self._lock:
+            threads = list(self._running.values())
+        for thread in threads:
+            thread.join(timeout)
+
+    def _hurry(self, leaving: Leaving) -> None:
+        ctx, started, asked = self.ctx, self.ctx.clock(), 0
+        last_error = ""
+        try:
+            while ctx.clock() - started < GIVE_UP_S:
+                try:
+                    confirmed = leaving.plane.leadership(leaving.plane.list_poolers(leaving.topology)).confirmed
+                    if confirmed is not None and confirmed.id != leaving.old:
+                        self._done(leaving, confirmed.id, ctx.clock() - started, asked)
+                        return
+                    asked += self._ask(leaving)
+                except DataPlaneError as exc:
+                    last_error = exc.message
+                self._sleep(POLL_S)
+        except NotLeader:
+            return  # another agent leads now; multiorch's grace period ends the wait
+        ctx.log.warning("primary handover: no other confirmed primary yet; multiorch decides on its own",
+                        extra={"pod": leaving.pod, "asked": asked, "detail": last_error})
+        for target in leaving.targets:
+            ctx.kube.event(target, "PrimaryHandoverSlow", f"{leaving.pod}: no other pooler was the confirmed "
+                           f"primary {GIVE_UP_S:.0f}s after its pod began terminating (multiorch asked {asked} "
+                           f"times{'; ' + last_error if last_error else ''})", warning=True)
+
+    def _ask(self, leaving: Leaving) -> int:
+        """One TriggerRecoveryNow on the first of the shard's multiorchs that answers."""
+        orchestrators = leaving.plane.orchestrators(leaving.topology, leaving.orchestrators)
+        if not orchestrators:
+            raise DataPlaneError(RefusalReason.ORCHESTRATOR_UNREACHABLE,
+                                 "no multiorch of this shard is registered in its cells")
+        failure: DataPlaneError | None = None
+        for orch in orchestrators:
+            self.ctx.effect("trigger-recovery")
+            try:
+                leaving.plane.trigger_recovery(orch)
+                return 1
+            except DataPlaneError as exc:
+                failure = exc  # a stale record of a replaced multiorch pod: try the next one
+        assert failure is not None
+        raise failure
+
+    def _done(self, leaving: Leaving, new: PoolerId, seconds: float, asked: int) -> None:
+        ctx = self.ctx
+        ctx.metrics.handover_seconds.labels(*leaving.shard).observe(seconds)
+        ctx.log.info("primary handed over", extra={"pod": leaving.pod, "primary": str(new),
+                                                   "seconds": round(seconds, 2), "asked": asked})
+        for target in leaving.targets:
+            ctx.kube.event(target, "PrimaryHandedOver", f"{leaving.pod} → {new}: the new primary was confirmed "
+                           f"{seconds:.1f}s after the old one's pod began terminating (multiorch asked {asked} "
+                           f"times to act without its failover grace)")
+
