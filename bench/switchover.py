@@ -43,8 +43,11 @@ class Round:
     two_writable: int
 
 
-def _primary_pod(stack: MultigresStack) -> str | None:
-    labelled = [facts.name(p) for p in stack.pods() if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY
+def _primary_pod(stack: MultigresStack) -> tuple[str, str] | None:
+    """(name, uid) of the one pod labelled PRIMARY. By uid: the old primary's recreated pod (same
+    name) may well be elected again."""
+    labelled = [(facts.name(p), facts.uid(p)) for p in stack.pods()
+                if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY
                 and not facts.meta(p).get("deletionTimestamp")]
     return labelled[0] if len(labelled) == 1 else None
 
@@ -61,10 +64,10 @@ def one_round(stack: MultigresStack, load: WriteLoad, recovery: RecoverySampler)
     started = time.monotonic()
     kube = stack.kube()
     try:
-        kube.delete("v1", "Pod", stack.namespace, old)
+        kube.delete("v1", "Pod", stack.namespace, old[0], uid=old[1])
     finally:
         kube.close()
-    wait_for(lambda: (p := _primary_pod(stack)) is not None and p != old, 300, "another primary", interval=0.2)
+    wait_for(lambda: (p := _primary_pod(stack)) is not None and p[1] != old[1], 300, "another primary", interval=0.2)
     stack.wait_serving("play", replicas=REPLICAS, timeout=600)
     load.wait_for_acks(20, timeout=120)
     ended = time.monotonic()
@@ -130,6 +133,9 @@ def main() -> None:
     print(_row("anchor: multiorch's own grace", anchor))
     ratio = statistics.median(r.gap_s for r in hurried) / statistics.median(r.gap_s for r in anchor)
     print(f"ratio longest write gap p50, handover / anchor: {ratio:.2f}")
+    print("what clients saw (first of each kind):")
+    for text in sorted(load.error_texts if load is not None else ()):
+        print(f"  {text}")
     if lost:
         raise SystemExit(f"acknowledged writes missing: {lost[:10]}")
 

@@ -203,6 +203,26 @@ class ContainerSettings(SpecModel):
     resources: Resources = Field({}, validate_default=True, description="Requests and limits of this container.")
 
 
+MAX_DRAIN_GRACE_S = 20  # within multipooler's 30 s --onterm-timeout, with time left to stop PostgreSQL
+
+
+class MultiPoolerSettings(ContainerSettings):
+    __rules__: ClassVar = (
+        Rule(name="connection-drain-grace-period-bounded",
+             cel=f"duration(self.connectionDrainGracePeriod) <= duration('{MAX_DRAIN_GRACE_S}s')",
+             message=f"connectionDrainGracePeriod must be at most {MAX_DRAIN_GRACE_S}s",
+             check=lambda m: go_duration_seconds(wire_value(m, "connectionDrainGracePeriod")) <= MAX_DRAIN_GRACE_S,
+             field_path=".connectionDrainGracePeriod"),
+    )
+
+    connection_drain_grace_period: GoDuration = Field(
+        "1s", description="multipooler --connpool-drain-grace-period (Multigres v0.1.0): when the pod stops, how "
+                          "long transactions in flight may finish before their connections are closed. A primary's "
+                          "replacement waits for it before the election starts, so every second here is a second "
+                          "without writes (Multigres' default is 3s). At most 20s.",
+    )
+
+
 class Toleration(SpecModel):
     """A pod toleration (same fields as core/v1 Toleration)."""
 
@@ -340,7 +360,7 @@ class Pool(SpecModel):
     replicas_per_cell: Integer = Field(3, ge=1, le=32, description="Pods (and data PVCs) per cell.")
     storage: Storage = Field({}, validate_default=True, description="Data volume of each pod.")
     postgres: ContainerSettings = Field({}, validate_default=True, description="The pgctld/PostgreSQL container.")
-    multipooler: ContainerSettings = Field({}, validate_default=True, description="The multipooler sidecar.")
+    multipooler: MultiPoolerSettings = Field({}, validate_default=True, description="The multipooler container.")
     affinity: Affinity | None = Field(None, description="Pod affinity (core/v1 Affinity), verbatim.")
     tolerations: list[Toleration] = Field([], max_length=32, description="Pod tolerations.")
     node_selector: dict[LabelKey, LabelValue] = Field(

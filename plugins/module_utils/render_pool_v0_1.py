@@ -93,6 +93,9 @@ def _multipooler(ctx: ShardContext, pool: Pool, pool_name: str, cell: str, servi
         f"--pgbackrest-ca-file={layout.CERT_DIR}/ca.crt",
         f"--connpool-global-capacity={layout.CONNPOOL_GLOBAL_CAPACITY}",
         f"--connpool-admin-capacity={layout.CONNPOOL_ADMIN_CAPACITY}",
+        # NOT_SERVING waits this long for transactions in flight before the pooler turns INELIGIBLE:
+        # a primary's replacement cannot start before it ends (docs/agent.md, "Primary handover").
+        f"--connpool-drain-grace-period={pool.multipooler.connection_drain_grace_period}",
         f"--log-level={spec.log_levels.multipooler}",
         *render_grpc_tls.server_args(ctx),
     ]

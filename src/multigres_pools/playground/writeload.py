@@ -41,6 +41,8 @@ class WriteLoad(threading.Thread):
         self.acked: list[int] = []
         self.ack_times: list[float] = []
         self.errors: Counter[str] = Counter()
+        # Each distinct error (type and first line; at most 50), so a report can say what clients saw.
+        self.error_texts: set[str] = set()
         self._next_id = 1
         self._stopping = threading.Event()
         self._conn: psycopg.Connection | None = None
@@ -62,6 +64,8 @@ class WriteLoad(threading.Thread):
                 self.ack_times.append(time.monotonic())
             except psycopg.Error as exc:
                 self.errors[type(exc).__name__] += 1
+                if len(self.error_texts) < 50:
+                    self.error_texts.add(f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}")
                 self._drop()
                 self._stopping.wait(0.2)
                 continue

@@ -105,6 +105,7 @@ def test_multipooler_args_golden():
         "--pgbackrest-ca-file=/certs/pgbackrest/ca.crt",
         "--connpool-global-capacity=40",
         "--connpool-admin-capacity=5",
+        "--connpool-drain-grace-period=1s",
         "--log-level=info",
     ]
     assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}} \
@@ -380,3 +381,24 @@ def test_every_example_declares_its_version_and_renders(path):
     assert shard["spec"]["multigres"]["version"] in set(keys.MultigresVersion)
     desired = render.desired_state(model.load_spec(shard["spec"]), "ns")
     assert render.manifests(desired)
+
+
+def test_multipooler_drains_connections_for_one_second_unless_told_otherwise():
+    """Issue #24: the primary's replacement waits for this drain before the election can start."""
+    def drain_args(patch=None):
+        pooler = _container(_render(patch).pools[0].pod(0)["spec"], "multipooler")
+        return [a for a in pooler["args"] if a.startswith("--connpool-drain-grace-period=")]
+
+    assert drain_args() == ["--connpool-drain-grace-period=1s"]
+    patch = {"pools": {"default": {"multipooler": {"connectionDrainGracePeriod": "2500ms"}}}}
+    assert drain_args(patch) == ["--connpool-drain-grace-period=2500ms"]
+    assert drain_args({"pools": {"default": {"multipooler": {"connectionDrainGracePeriod": "0s"}}}}) == [
+        "--connpool-drain-grace-period=0s"]
+
+
+@pytest.mark.parametrize("value, problem", [("21s", "at most 20s"), ("1GB", "pattern"), ("-1s", "pattern")])
+def test_a_drain_grace_period_out_of_bounds_is_refused_by_name(value, problem):
+    with pytest.raises(model.SpecError) as refused:
+        model.load_spec(corpus.spec({"pools": {"default": {"multipooler": {"connectionDrainGracePeriod": value}}}}))
+    assert any(e.startswith("spec.pools.default.multipooler.connectionDrainGracePeriod") and problem in e
+               for e in refused.value.errors), refused.value.errors
