@@ -69,6 +69,7 @@ bench: setup
 	$(PY) -m bench.operator_loop
 	$(PY) -m bench.multigres_shard
 	$(PY) -m bench.drain_v01
+	$(PY) -m bench.switchover
 	$(PY) -m bench.real_node
 
 clean:

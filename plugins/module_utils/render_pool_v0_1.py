@@ -157,13 +157,25 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
     }
 
 
-# A data directory that ran before comes back in recovery. v0.1.0 starts PostgreSQL as it last ran, so
-# an old primary's pod, recreated on its volume after another pooler was promoted, would run a second
-# writable server until multiorch demoted it (10-23 s seen, sometimes never: issue #24). As a standby it
-# is writable nowhere; multiorch points it at the leader (rewinding it if needed), or elects a leader
-# when every pooler comes back at once. A new volume (no PG_VERSION) is left to initdb or a restore.
-STANDBY_ON_START = (f'test -f "$PGDATA/PG_VERSION" && test ! -e "$PGDATA/{layout.STANDBY_SIGNAL}" && '
-                    f': > "$PGDATA/{layout.STANDBY_SIGNAL}"; exit 0')
+# A data directory that ran before starts in recovery: PostgreSQL runs as it last ran, and v0.1.0 has
+# two ways to bring an old primary back writable beside the new one (issue #24, docs/agent.md "Primary
+# handover"): its pod recreated on the same volume after another pooler was promoted (10-23 s seen,
+# sometimes never demoted), and multipooler's own monitor, which restarts a PostgreSQL it finds
+# stopped: it can tick between the graceful stop and the process exit and start the old primary
+# again, writable, until pgctld stops; the WAL it writes then keeps it from following the new
+# timeline. So the signal is written before SIGTERM (multipooler's preStop) and again before
+# PostgreSQL starts (an init container, for a pod that was not stopped gracefully). As a standby it
+# is writable nowhere: multiorch points it at the leader, or elects one when every pooler comes
+# back at once. A new volume (no PG_VERSION) is left to initdb or the restore. A shard of one pooler
+# gets neither: nobody else could ever be elected.
+STANDBY_SIGNAL_SCRIPT = (f'test -f "$PGDATA/PG_VERSION" && test ! -e "$PGDATA/{layout.STANDBY_SIGNAL}" && '
+                         f': > "$PGDATA/{layout.STANDBY_SIGNAL}"; exit 0')
+_SHELL = ("/bin/sh", "-c", STANDBY_SIGNAL_SCRIPT)
+
+
+def hands_over(ctx: ShardContext) -> bool:
+    """Whether another pooler can become the primary: more than one pooler in the shard."""
+    return sum(p.replicas_per_cell * len(p.cells) for p in ctx.spec.pools.values()) > 1
 
 
 def _standby_on_start(ctx: ShardContext, pool: Pool) -> Manifest:
@@ -171,7 +183,7 @@ def _standby_on_start(ctx: ShardContext, pool: Pool) -> Manifest:
         "name": "standby-on-start",
         "image": ctx.images.postgres,
         "imagePullPolicy": ctx.spec.images.image_pull_policy,
-        "command": ["/bin/sh", "-c", STANDBY_ON_START],
+        "command": list(_SHELL),
         "env": [{"name": "PGDATA", "value": layout.PGDATA}],
         "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR}],
         "resources": resources(pool.postgres.resources),
@@ -183,5 +195,8 @@ def pool_containers(ctx: ShardContext, pool_name: str, cell: str,
                     service_id: str) -> tuple[list[Manifest], list[Manifest]]:
     """(initContainers, containers) of a v0.1.0 pool pod, without the optional exporter."""
     pool = ctx.spec.pools[pool_name]
-    return ([_standby_on_start(ctx, pool), _pgctld(ctx, pool)],
-            [_multipooler(ctx, pool, pool_name, cell, service_id)])
+    pooler = _multipooler(ctx, pool, pool_name, cell, service_id)
+    if not hands_over(ctx):
+        return [_pgctld(ctx, pool)], [pooler]
+    pooler["lifecycle"] = {"preStop": {"exec": {"command": list(_SHELL)}}}
+    return [_standby_on_start(ctx, pool), _pgctld(ctx, pool)], [pooler]
