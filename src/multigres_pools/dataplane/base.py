@@ -96,6 +96,27 @@ class Leadership:
 
 
 @dataclass(frozen=True)
+class PoolerStatus:
+    """One pooler's answer to a status call, as the status screen shows it: where it was dialled, its
+    WAL position, or why it did not answer (`error`)."""
+
+    id: PoolerId
+    address: str  # host:port dialled; empty when the record publishes none
+    primary: bool = False  # postgres runs as primary
+    lsn: str = ""  # the primary's current write position; a standby's last replayed position
+    received_lsn: str = ""  # a standby's last received position
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Survey:
+    """Who leads, and what each pooler said, from one round of status calls."""
+
+    leadership: Leadership
+    poolers: tuple[PoolerStatus, ...] = ()  # empty when the adapter asks no pooler (era A reads records)
+
+
+@dataclass(frozen=True)
 class Durability:
     """A cohort durability policy: at least `required` poolers (or cells, for MULTI_CELL), leader included."""
 
@@ -164,6 +185,7 @@ class Backup:
     type: str
     job_id: str = ""
     size_bytes: int = 0
+    final_lsn: str = ""  # where the backup's WAL ends: the first point it can be restored to
 
 
 class BackupLocationKind(StrEnum):
@@ -266,6 +288,10 @@ class DataPlane(abc.ABC):
         """The confirmed primary and the leader the newest rule names (era A: both from the records)."""
         found = self.leader(poolers)
         return Leadership(found, found.id if found is not None else None)
+
+    def survey(self, poolers: Sequence[Pooler]) -> Survey:
+        """`leadership` plus each pooler's own answer where the version asks the poolers (v0.1.0)."""
+        return Survey(self.leadership(poolers))
 
     @abc.abstractmethod
     def sync_replication(self, primary: Pooler) -> SyncReplication:

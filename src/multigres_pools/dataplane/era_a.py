@@ -125,7 +125,8 @@ class EraA(EtcdTopologyPlane):
     def get_backups(self, primary: Pooler, limit: int) -> list[Backup]:
         response = self._rpc(primary, "GetBackups", mpd.GetBackupsRequest(limit=limit))
         return [
-            Backup(b.backup_id, b.status == mpd.BackupMetadata.COMPLETE, b.type, b.job_id, b.backup_size_bytes)
+            Backup(b.backup_id, b.status == mpd.BackupMetadata.COMPLETE, b.type, b.job_id, b.backup_size_bytes,
+                   b.final_lsn)
             for b in response.backups
         ]
 

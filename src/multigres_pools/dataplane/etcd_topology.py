@@ -169,14 +169,21 @@ class EtcdTopologyPlane(DataPlane):
         return changes
 
     # --- gRPC --------------------------------------------------------------------------------------
+    def dial_target(self, pooler: Pooler) -> str:
+        """host:port this adapter dials for the pooler; empty when its record publishes no gRPC address."""
+        return self._target(pooler.hostname, pooler.grpc_port)
+
+    def _target(self, hostname: str, grpc_port: int | None) -> str:
+        return f"{self._dial_host(hostname)}:{grpc_port}" if hostname and grpc_port else ""
+
     def _channel(self, pooler: Pooler, unreachable: RefusalReason = RefusalReason.PRIMARY_UNREACHABLE) -> grpc.Channel:
         return self._channel_to(f"pooler {pooler.id}", pooler.hostname, pooler.grpc_port, unreachable)
 
     def _channel_to(self, who: str, hostname: str, grpc_port: int | None, unreachable: RefusalReason) -> grpc.Channel:
         """One cached channel per address, to the host the record names (mapped by dial_host)."""
-        if not hostname or not grpc_port:
+        target = self._target(hostname, grpc_port)
+        if not target:
             raise DataPlaneError(unreachable, f"{who} publishes no grpc address")
-        target = f"{self._dial_host(hostname)}:{grpc_port}"
         with self._lock:
             channel = self._channels.get(target)
             if channel is None:

@@ -37,9 +37,11 @@ from .base import (
     Orchestrator,
     Pooler,
     PoolerId,
+    PoolerStatus,
     RefusalReason,
     ShardTopology,
     StandbyState,
+    Survey,
     SyncReplication,
     VersionMismatch,
 )
@@ -140,6 +142,22 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     return Leadership(confirmed, named)
 
 
+def pooler_status(ident: PoolerId, address: str, answer: mpd.StatusResponse | DataPlaneError) -> PoolerStatus:
+    """What the status screen shows of one Status answer (or of the failure to get one)."""
+    if isinstance(answer, DataPlaneError):
+        return PoolerStatus(ident, address, error=answer.message)
+    status = answer.status
+    if status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY:
+        return PoolerStatus(ident, address, primary=True, lsn=status.primary_status.lsn or status.wal_position)
+    repl = status.replication_status
+    return PoolerStatus(ident, address, lsn=repl.last_replay_lsn or status.wal_position,
+                        received_lsn=repl.last_receive_lsn)
+
+
+def _answered_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse | DataPlaneError]]) -> Leadership:
+    return pick_leadership([(p, r) for p, r in answers if isinstance(r, mpd.StatusResponse)])
+
+
 def is_rule_conflict(code: grpc.StatusCode, text: str) -> bool:
     return code is grpc.StatusCode.UNKNOWN and any(t in text.lower() for t in _CONFLICT_TEXTS)
 
@@ -237,21 +255,29 @@ class V0_1(EtcdTopologyPlane):
         """Asks every pooler that has not announced its shutdown, in parallel, and applies
         `pick_leadership`. The etcd type is not trusted: it is published asynchronously, and a
         restarted old primary keeps a PRIMARY record for tens of seconds (reference §1.2a)."""
-        candidates = sorted((p for p in poolers if not p.stopped), key=lambda p: (p.id.cell, p.id.name))
-        if not candidates:
-            return Leadership(None, None)
+        return _answered_leadership(self._status_round(poolers))
 
-        def ask(pooler: Pooler) -> tuple[Pooler, mpd.StatusResponse] | None:
+    def survey(self, poolers: Sequence[Pooler]) -> Survey:
+        """`leadership` and what each pooler answered, from the same round (the status screen)."""
+        answers = self._status_round(poolers)
+        return Survey(_answered_leadership(answers),
+                      tuple(pooler_status(p.id, self.dial_target(p), r) for p, r in answers))
+
+    def _status_round(self, poolers: Sequence[Pooler]) -> list[tuple[Pooler, mpd.StatusResponse | DataPlaneError]]:
+        """Status of every pooler that has not announced its shutdown, asked in parallel."""
+        candidates = sorted((p for p in poolers if not p.stopped), key=lambda p: (p.id.cell, p.id.name))
+
+        def ask(pooler: Pooler) -> tuple[Pooler, mpd.StatusResponse | DataPlaneError]:
             try:
                 return pooler, self.status(pooler)
-            except DataPlaneError:
-                return None
+            except DataPlaneError as exc:
+                return pooler, exc
 
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="v01-status")
             pool = self._pool
-        return pick_leadership([a for a in pool.map(ask, candidates) if a is not None])
+        return list(pool.map(ask, candidates))
 
     def sync_replication(self, primary: Pooler) -> SyncReplication:
         response = self.status(primary)
@@ -365,7 +391,7 @@ class V0_1(EtcdTopologyPlane):
         response = self._call(primary, MANAGER + "GetBackups", backup_pb.GetBackupsRequest(limit=limit),
                               backup_pb.GetBackupsResponse)
         return [Backup(b.backup_id, b.status == backup_pb.BackupMetadata.COMPLETE, b.type, b.job_id,
-                       b.backup_size_bytes) for b in response.backups]
+                       b.backup_size_bytes, b.final_lsn) for b in response.backups]
 
     def take_backup(self, pooler: Pooler, backup_type: str, job_id: str, force_primary: bool = False,
                     timeout_s: float | None = None) -> str:

@@ -1,0 +1,88 @@
+"""One round of v0.1.0 Status calls gives the status screen who leads and each pooler's WAL position,
+or the address that did not answer. Real gRPC servers on 127.0.0.1 speak the v0.1.0 wire format."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+
+from multigres_pools.dataplane.base import DataPlaneError, Pooler, PoolerId, PoolerStatus, RefusalReason
+from multigres_pools.dataplane.v0_1 import V0_1, pooler_status
+from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
+from multigres_pools.proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
+
+PRIMARY = mpd.POSTGRES_STATUS_PRIMARY
+
+
+def _answer(name: str, leader: str, postgres: int, lsn: str = "", replay: str = "", receive: str = "",
+            ) -> mpd.StatusResponse:
+    ident = cm.ID(component=cm.ID.MULTIPOOLER, cell="zone1", name=name)
+    rule = cm.ShardRule(rule_number=cm.RuleNumber(coordinator_term=2, leader_subterm=1),
+                        leader_id=cm.ID(component=cm.ID.MULTIPOOLER, cell="zone1", name=leader))
+    status = mpd.Status(postgres_status=postgres, primary_status=mpd.PrimaryStatus(lsn=lsn),
+                        replication_status=mpd.StandbyReplicationStatus(last_replay_lsn=replay,
+                                                                        last_receive_lsn=receive))
+    return mpd.StatusResponse(status=status, consensus_status=cm.ConsensusStatus(
+        id=ident, current_position=cm.PoolerPosition(rule=rule)))
+
+
+def _serve(answer: mpd.StatusResponse) -> tuple[grpc.Server, int]:
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    handler = grpc.unary_unary_rpc_method_handler(
+        lambda request, context: answer, request_deserializer=mpd.StatusRequest.FromString,
+        response_serializer=mpd.StatusResponse.SerializeToString)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        "multipoolermanager.MultiPoolerManager", {"Status": handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server, port
+
+
+def _pooler(name: str, port: int) -> Pooler:
+    return Pooler(PoolerId("zone1", name), keys.Role.REPLICA, f"{name}.hl.ns.svc", port, "postgres", "default",
+                  "0-inf", f"/k/{name}")
+
+
+@pytest.fixture
+def servers() -> Iterator[list[tuple[grpc.Server, int]]]:
+    started = [_serve(_answer("p-a", "p-a", PRIMARY, lsn="0/5000060")),
+               _serve(_answer("p-b", "p-a", mpd.POSTGRES_STATUS_STANDBY, replay="0/5000000", receive="0/5000060"))]
+    yield started
+    for server, _ in started:
+        server.stop(None)
+
+
+def test_one_status_round_names_the_leader_positions_and_the_address_that_failed(servers) -> None:
+    with socket.socket() as closed:  # bound, never listening: refused
+        closed.bind(("127.0.0.1", 0))
+        dead = closed.getsockname()[1]
+        plane = V0_1(rpc_timeout=3, dial_host=lambda host: "127.0.0.1")
+        try:
+            poolers = [_pooler("p-a", servers[0][1]), _pooler("p-b", servers[1][1]), _pooler("p-c", dead)]
+            survey = plane.survey(poolers)
+            assert plane.leadership(poolers) == survey.leadership
+        finally:
+            plane.close()
+    assert survey.leadership.confirmed == poolers[0]
+    got = {s.id.name: s for s in survey.poolers}
+    assert got["p-a"] == PoolerStatus(PoolerId("zone1", "p-a"), f"127.0.0.1:{servers[0][1]}", primary=True,
+                                      lsn="0/5000060")
+    assert got["p-b"] == PoolerStatus(PoolerId("zone1", "p-b"), f"127.0.0.1:{servers[1][1]}", lsn="0/5000000",
+                                      received_lsn="0/5000060")
+    assert got["p-c"].address == f"127.0.0.1:{dead}" and got["p-c"].error.startswith("UNAVAILABLE")
+
+
+def test_a_status_without_a_position_field_falls_back_to_the_wal_position() -> None:
+    ident = PoolerId("zone1", "p-a")
+    standby = mpd.StatusResponse(status=mpd.Status(postgres_status=mpd.POSTGRES_STATUS_STANDBY,
+                                                   wal_position="0/3000000"))
+    assert pooler_status(ident, "h:1", standby) == PoolerStatus(ident, "h:1", lsn="0/3000000")
+    primary = mpd.StatusResponse(status=mpd.Status(postgres_status=PRIMARY, wal_position="0/4000000"))
+    assert pooler_status(ident, "h:1", primary) == PoolerStatus(ident, "h:1", primary=True, lsn="0/4000000")
+    failed = DataPlaneError(RefusalReason.POOLER_UNREACHABLE, "DEADLINE_EXCEEDED: ")
+    assert pooler_status(ident, "", failed) == PoolerStatus(ident, "", error="DEADLINE_EXCEEDED: ")
