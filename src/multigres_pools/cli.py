@@ -12,7 +12,8 @@
 Errors go to stderr, each naming its source (file#document, field path), and nothing is written.
 Exit codes: 0 done; 1 a MultigresShard breaks a rule of the API (invalid spec or update);
 2 the command or its input cannot be used as given (arguments, unreadable or oversized files, YAML
-errors, input limits, documents that are not MultigresShards).
+errors, input limits, documents that are not MultigresShards); 3 a bug (the message names a file
+with the traceback); 130 interrupted (Ctrl-C); 141 stdout closed early (`| head`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.model import (
 from ansible_collections.multigres.pools.plugins.module_utils.model_security import ObjectName
 from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy, parse_list
 
-from . import cli_help
+from . import cli_guard, cli_help
 from .version import version
 
 # Inventory vars files name shards under one of these keys (docs/gitops.md).
@@ -318,6 +319,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    daemon = bool(argv) and argv[0] in ("agent", "operator")
+    return cli_guard.run(lambda: _main(argv), "multigres-pools", keep_tracebacks=daemon)
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] in DELEGATES:
         return _delegate(argv[0], argv[1:])
     args = parser().parse_args(argv)

@@ -224,7 +224,10 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     except ValueError as exc:
         p.error(f"--shard-selector: {exc}")
     timing = lease.timing_from(args, p)
-    creds = load_credentials(args.kubeconfig)
+    try:
+        creds = load_credentials(args.kubeconfig)
+    except ValueError as exc:  # a missing or broken kubeconfig: named, with what is wrong in it
+        p.error(f"cannot load the kubeconfig: {exc}")
     tls = EtcdTLS(args.etcd_ca, args.etcd_cert, args.etcd_key) if args.etcd_ca or args.etcd_cert else None
     config = AgentConfig(
         stall_after_s=args.stall_after, topology_stall_after_s=args.topology_stall_after,
@@ -256,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` dumps every thread's stack
     runtime = build(argv)
+    # Until kopf runs (and sets its own), Ctrl-C and SIGTERM stop a standby waiting for the Lease cleanly.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: runtime.stop_flag.set())
     log.info("agent starting", extra={"identity": args.identity, "version": runtime.agent.ctx.dataplane.version,
                                       "namespaces": args.namespace or "all", "standalone": args.standalone})
     runtime.run()

@@ -150,7 +150,11 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
     if problem:
         log.error("%s", problem)
         return 2
-    creds = load_credentials(args.kubeconfig)
+    try:
+        creds = load_credentials(args.kubeconfig)
+    except ValueError as exc:  # a missing or broken kubeconfig: named, with what is wrong in it
+        log.error("cannot load the kubeconfig: %s", exc)
+        return 2
     metrics = Metrics()
     concurrency = args.max_concurrent_reconciles or cpu.default_concurrency()
     loop = asyncio.get_running_loop()

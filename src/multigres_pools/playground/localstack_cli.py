@@ -80,11 +80,15 @@ def up(args: argparse.Namespace) -> int:
         print(f"multigres-pools localstack: already up in {args.workdir} (pid {pid}); "
               f"run `multigres-pools localstack down --workdir {args.workdir}` first", file=sys.stderr)
         return 2
+    try:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        (args.workdir / PID_FILE).write_text(str(os.getpid()))
+    except OSError as exc:
+        print(f"multigres-pools localstack: --workdir {args.workdir}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    (args.workdir / PID_FILE).write_text(str(os.getpid()))
     stack = MultigresStack(args.workdir / "stack", namespace=args.namespace, progress=lambda s: print(s, flush=True),
                            node=args.node)
     try:
