@@ -222,13 +222,13 @@ DELEGATES = {
     "agent": "multigres_pools.agent.__main__",
     "operator": "multigres_pools.operator.__main__",
     "localstack": "multigres_pools.playground.localstack_cli",
-    "status": "multigres_pools.report",
+    "status": "multigres_pools.report.command",
 }
 DELEGATE_HELP = {
     "agent": "run the agent",
     "operator": "run the operator",
     "localstack": "a shard on real Multigres v0.1.0 on this machine (up | down)",
-    "status": "one screen for an incident: pods, roles, drains, the synchronous set, backups, what is blocked",
+    "status": "one screen for an incident: healthy or what is wrong, pods, replication, backups",
 }
 
 

@@ -114,12 +114,12 @@ def test_a_missing_image_is_named_on_the_shard_and_clears_once_fixed(  # type: i
     events = [e for e in kube_client.list("v1", "Event", namespace, "")
               if e["involvedObject"].get("kind") == keys.SHARD_KIND and e.get("reason") == "PodsStuck"]
     assert len(events) == 1 and events[0]["type"] == "Warning" and pod in events[0]["message"]
-    # The status screen lists it under "blocked".
+    # The status screen lists it under "Needs attention".
     screen = subprocess.run([sys.executable, "-m", "multigres_pools.cli", "status", "demo", "-n", namespace,
                              "--kubeconfig", str(kube.kubeconfig), "-o", "json"],
                             capture_output=True, text=True, timeout=120)
     assert screen.returncode == 0, screen.stderr
-    assert f"PodsStuck: {stuck['message']}" in json.loads(screen.stdout)["blocked"]
+    assert f"PodsStuck: {stuck['message']}" in json.loads(screen.stdout)["attention"]
 
     before = facts.uid(live)
     rig.client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, "demo",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
@@ -13,34 +12,10 @@ from ansible_collections.multigres.pools.plugins.module_utils import keys
 
 from multigres_pools.dataplane.base import DataPlaneError, Pooler, PoolerId, PoolerStatus, RefusalReason
 from multigres_pools.dataplane.v0_1 import V0_1, pooler_status
-from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
 from multigres_pools.proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
+from tests.helpers import v01_pooler
 
 PRIMARY = mpd.POSTGRES_STATUS_PRIMARY
-
-
-def _answer(name: str, leader: str, postgres: int, lsn: str = "", replay: str = "", receive: str = "",
-            ) -> mpd.StatusResponse:
-    ident = cm.ID(component=cm.ID.MULTIPOOLER, cell="zone1", name=name)
-    rule = cm.ShardRule(rule_number=cm.RuleNumber(coordinator_term=2, leader_subterm=1),
-                        leader_id=cm.ID(component=cm.ID.MULTIPOOLER, cell="zone1", name=leader))
-    status = mpd.Status(postgres_status=postgres, primary_status=mpd.PrimaryStatus(lsn=lsn),
-                        replication_status=mpd.StandbyReplicationStatus(last_replay_lsn=replay,
-                                                                        last_receive_lsn=receive))
-    return mpd.StatusResponse(status=status, consensus_status=cm.ConsensusStatus(
-        id=ident, current_position=cm.PoolerPosition(rule=rule)))
-
-
-def _serve(answer: mpd.StatusResponse) -> tuple[grpc.Server, int]:
-    server = grpc.server(ThreadPoolExecutor(max_workers=2))
-    handler = grpc.unary_unary_rpc_method_handler(
-        lambda request, context: answer, request_deserializer=mpd.StatusRequest.FromString,
-        response_serializer=mpd.StatusResponse.SerializeToString)
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-        "multipoolermanager.MultiPoolerManager", {"Status": handler}),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    return server, port
 
 
 def _pooler(name: str, port: int) -> Pooler:
@@ -50,8 +25,9 @@ def _pooler(name: str, port: int) -> Pooler:
 
 @pytest.fixture
 def servers() -> Iterator[list[tuple[grpc.Server, int]]]:
-    started = [_serve(_answer("p-a", "p-a", PRIMARY, lsn="0/5000060")),
-               _serve(_answer("p-b", "p-a", mpd.POSTGRES_STATUS_STANDBY, replay="0/5000000", receive="0/5000060"))]
+    started = [v01_pooler.serve(v01_pooler.answer("p-a", "p-a", PRIMARY, lsn="0/5000060")),
+               v01_pooler.serve(v01_pooler.answer("p-b", "p-a", mpd.POSTGRES_STATUS_STANDBY, replay="0/5000000",
+                                                  receive="0/5000060"))]
     yield started
     for server, _ in started:
         server.stop(None)

@@ -1,0 +1,32 @@
+"""The report's I/O: the MultigresShard and its pool pods from the API server, then the data plane.
+
+    report = gather(kube, "play", "play", dial_host=lambda host: host)
+
+LookupError when the shard does not exist; KubeError and OSError from the API server are the
+caller's to word. What the data plane does not answer is in `report.data_plane`, never raised.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+
+from ..agent import podinfo
+from . import plane_ask, plane_facts, shard_facts
+from .model import Report
+
+
+def gather(kube: KubeClient, namespace: str, shard: str, *, dial_host: Callable[[str], str] | None = None,
+           dial_pod_ips: bool = False, rpc_timeout: float = 5.0) -> Report:
+    cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, shard)
+    if cr is None:
+        raise LookupError(f"no MultigresShard {namespace}/{shard}")
+    cluster = (cr.get("spec") or {}).get("clusterName")
+    pods = [p for p in kube.list("v1", "Pod", namespace, f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
+            if facts.labels(p).get(keys.LABEL_APP_INSTANCE) == cluster or podinfo.pod_topology(p) is not None]
+    report = shard_facts.report(cr, pods, dt.datetime.now(dt.UTC))
+    plane_facts.merge(report, plane_ask.ask(cr, pods, dial_host, rpc_timeout), dial_pod_ips)
+    return report

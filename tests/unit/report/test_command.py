@@ -1,0 +1,96 @@
+"""The status command around the screen: colour on a terminal only (NO_COLOR, --color), `--watch`
+redrawing a terminal and ending quietly on Ctrl-C, and a reader that stops reading."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pty
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from multigres_pools.report.colour import wanted
+from multigres_pools.report.command import watch_argv
+
+CLI = [sys.executable, "-m", "multigres_pools.cli"]
+
+
+@pytest.fixture
+def terminal() -> Iterator[tuple[int, int]]:
+    """A real pseudo-terminal: (the program's side, ours)."""
+    ours, theirs = pty.openpty()
+    yield theirs, ours
+    for fd in (ours, theirs):
+        with contextlib.suppress(OSError):  # the program's side may be closed already
+            os.close(fd)
+
+
+def test_colour_on_a_terminal_unless_no_color_or_a_dumb_terminal(terminal) -> None:
+    tty = os.fdopen(os.dup(terminal[0]), "w")
+    try:
+        assert wanted("auto", tty, {}) and wanted("auto", tty, {"NO_COLOR": ""})  # empty: not set (no-color.org)
+        assert not wanted("auto", tty, {"NO_COLOR": "1"}) and not wanted("auto", tty, {"TERM": "dumb"})
+        assert wanted("always", tty, {"NO_COLOR": "1"}) and not wanted("never", tty, {})
+    finally:
+        tty.close()
+    assert not wanted("auto", io.StringIO(), {}) and wanted("always", io.StringIO(), {})
+
+
+def test_watch_takes_seconds_only_when_a_number_follows() -> None:
+    assert watch_argv(["play", "--watch"]) == ["play", "--watch=2"]
+    assert watch_argv(["--watch", "play", "-n", "x"]) == ["--watch=2", "play", "-n", "x"]
+    assert watch_argv(["play", "-w", "0.5"]) == ["play", "-w", "0.5"]
+
+
+@pytest.fixture
+def refused(tmp_path: Path) -> Iterator[Path]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        config = tmp_path / "kubeconfig"
+        config.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{s.getsockname()[1]}'}}}}]\n"
+            "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n")
+        yield config
+
+
+def _read_until(fd: int, needle: bytes, count: int, timeout: float = 30) -> bytes:
+    got, deadline = b"", time.monotonic() + timeout
+    while got.count(needle) < count and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.5)[0]:
+            got += os.read(fd, 65536)
+    return got
+
+
+def test_watch_redraws_a_terminal_and_ctrl_c_ends_it_quietly(terminal, refused) -> None:
+    theirs, ours = terminal
+    proc = subprocess.Popen([*CLI, "status", "play", "--watch", "0.2", "--kubeconfig", str(refused)],
+                            stdin=theirs, stdout=theirs, stderr=subprocess.PIPE)
+    try:
+        shown = _read_until(ours, b"until Ctrl-C", 2).decode()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+    assert shown.count("\x1b[H\x1b[2J") >= 2  # the screen is cleared and drawn again
+    assert "cannot reach the API server" in shown and "every 0.2s until Ctrl-C · " in shown
+    assert proc.stderr is not None and proc.stderr.read() == b""
+
+
+def test_a_reader_that_stops_reading_ends_watch_with_141_and_no_message(refused) -> None:
+    proc = subprocess.Popen([*CLI, "status", "play", "--watch", "0.1", "--kubeconfig", str(refused)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert "cannot reach the API server" in proc.stdout.readline()
+    proc.stdout.close()  # as `| head -1` does
+    assert proc.wait(timeout=30) == 141
+    assert proc.stderr.read() == ""

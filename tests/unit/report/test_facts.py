@@ -1,0 +1,79 @@
+"""How the API server's objects and the data plane's answers become the report."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from ansible_collections.multigres.pools.plugins.module_utils import keys
+
+from multigres_pools.dataplane.base import Backup, Leadership, Pooler, PoolerId, PoolerStatus, Survey, SyncReplication
+from multigres_pools.report import plane_facts, shard_facts, units
+from multigres_pools.report.model import Sync
+from multigres_pools.report.plane_facts import Answers
+
+from . import fixtures as f
+from .fixtures import name
+
+
+def test_lsn_positions_sizes_and_ages() -> None:
+    assert units.lsn_bytes("0/5000060") == 0x5000060 and units.lsn_bytes("1/0") == 1 << 32
+    assert units.lsn_bytes("") is None and units.lsn_bytes("zz/1") is None
+    assert [units.size(n) for n in (0, 1023, 1536, 23 * 2**20)] == ["0 B", "1023 B", "1.5 KiB", "23.0 MiB"]
+    assert [units.duration(s) for s in (5, 119, 120, 7199, 7200, 172800)] == ["5s", "119s", "2m", "119m", "2h",
+                                                                               "2d"]
+
+
+def test_the_next_scheduled_backup_is_the_earliest_of_the_shard_s_schedules() -> None:
+    cr = f.shard()
+    assert shard_facts.backups(cr, f.NOW).next_type == "differential"  # the defaults: daily 01:00 but Sundays
+    cr["spec"]["backup"] = {"schedules": {"full": "30 4 * * *", "differential": "0 6 * * *"}}
+    got = shard_facts.backups(cr, f.NOW)
+    assert (got.next_type, got.next_at) == ("full", dt.datetime(2026, 11, 24, 4, 30, tzinfo=dt.UTC))
+
+
+def test_pods_carry_node_age_restarts_and_their_pooler_name() -> None:
+    report = shard_facts.report(f.shard(), [f.pod(2), f.pod(0, "PRIMARY", restarts=3)], f.NOW)
+    assert [p.name for p in report.pods] == [name(0), name(2)]
+    primary = report.pods[0]
+    assert (primary.node, primary.restarts, primary.pooler) == ("node-a", 3, "zone1_p-3be60fb5")
+    assert primary.created == f.NOW - dt.timedelta(hours=3)
+
+
+def test_sync_roles_lag_and_a_standby_that_reads_ahead() -> None:
+    """A standby answering after the primary (one parallel round) may be past the primary's position:
+    its lag is 0, never negative. A cohort member missing from the synchronous list reads `cohort`."""
+    found = f.answers(4, 0, {0: "0/5000000", 1: "0/5000100", 2: "0/4FFF000"}, standbys=(1,), connected=(1, 2, 3))
+    assert found.sync is not None
+    found.sync = SyncReplication(True, found.sync.standbys, found.sync.connected,
+                                 cohort=(*found.sync.cohort, f.pooler(3).id), leader=f.pooler(0).id)
+    report = f.build(f.shard(), [f.pod(i, "PRIMARY" if i == 0 else "REPLICA") for i in range(4)], found)
+    assert [(p.sync, p.lag_bytes) for p in report.pods] == [
+        (Sync.PRIMARY, None), (Sync.SYNC, 0), (Sync.ASYNC, 0x1000), (Sync.COHORT, None)]
+
+
+def test_a_primary_no_pod_carries_is_named_by_its_registered_hostname() -> None:
+    """A pod whose pooler flags are gone (or another shard's) still maps through the record's hostname."""
+    stranger = PoolerStatus(PoolerId("zone1", "p-elsewhere"), "10.0.0.9:15270", primary=True, lsn="0/1")
+    leader = Pooler(PoolerId("zone1", "p-elsewhere"), keys.Role.PRIMARY, "other-0.hl.play.svc", 15270, "postgres",
+                    "default", "0-inf", "/k")
+    found = Answers(poolers=[leader], survey=Survey(Leadership(leader, leader.id), (stranger,)))
+    report = f.build(f.shard(), [f.pod(1)], found)
+    assert report.replication.primary == "other-0" and report.pods[0].sync is Sync.UNKNOWN
+
+
+def test_the_first_recoverable_point_is_the_oldest_complete_backup_even_past_those_shown() -> None:
+    found = f.answers(1, 0, {})
+    found.backups = [Backup("20261101-010001F", False, "full"), Backup("20261102-010001F", True, "full", "", 1, "0/9"),
+                     *(Backup(f"2026111{i}-010001D", True, "diff") for i in range(6))]
+    report = f.build(f.shard(), [f.pod(0, "PRIMARY")], found)
+    backups = report.backups
+    assert backups.first_recoverable is not None and backups.first_recoverable.id == "20261102-010001F"
+    assert len(backups.repository) == plane_facts.BACKUPS_SHOWN and backups.repository_total == 8
+
+
+def test_a_topology_that_cannot_be_read_leaves_everything_unknown() -> None:
+    report = f.build(f.shard(), [f.pod(0, "PRIMARY")], Answers(error="etcd: no endpoint answered (10.0.0.1:2379: "
+                                                                     "timed out)"))
+    plane = report.data_plane
+    assert not plane.reached and plane.error.startswith("etcd: no endpoint answered (10.0.0.1:2379")
+    assert "--dial-pod-ips" in plane.hint and report.pods[0].sync is Sync.UNKNOWN
