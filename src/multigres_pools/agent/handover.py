@@ -66,7 +66,9 @@ class Handovers:
         plane, old = view.dataplane, view.own_id(pod)
         if not self.ctx.config.hurry_handover or plane is None or not plane.supports_recovery_trigger:
             return None
-        if view.shard is None or old is None or view.poolers is None or not view.is_primary(pod):
+        if view.shard is None or podinfo.deleting(view.shard) or old is None or view.poolers is None:
+            return None  # a shard being deleted needs no new primary
+        if not view.is_primary(pod):
             return None
         leaving = Leaving(plane, view.topology, orchestrator_prefixes(view.shard, view.topology.cells), old,
                           podinfo.name(pod), view.event_targets(pod),

@@ -271,13 +271,25 @@ def primary_label_overlaps(events: list[PodEvent]) -> list[tuple[float, list[str
     return overlaps
 
 
-def drain_regressed_events(stack: MultigresStack, pod: str) -> list[dict[str, Any]]:
+def events_about(stack: MultigresStack, reason: str, name: str) -> list[dict[str, Any]]:
+    """Events with `reason` whose object is named `name` (a pod, or the MultigresShard)."""
     kube = stack.kube()
     try:
         return [e for e in kube.list("v1", "Event", stack.namespace, "")
-                if e.get("reason") == "DrainRegressed" and e["involvedObject"].get("name") == pod]
+                if e.get("reason") == reason and e["involvedObject"].get("name") == name]
     finally:
         kube.close()
+
+
+def drain_regressed_events(stack: MultigresStack, pod: str) -> list[dict[str, Any]]:
+    return events_about(stack, "DrainRegressed", pod)
+
+
+def assert_primary_handed_over(stack: MultigresStack, primary_pod: str) -> None:
+    """The agent hurried the election when the primary's pod went (docs/agent.md, "Primary handover")."""
+    handed = events_about(stack, "PrimaryHandedOver", primary_pod)
+    assert handed, (f"no PrimaryHandedOver event for {primary_pod}; "
+                    f"slow: {[e.get('message') for e in events_about(stack, 'PrimaryHandoverSlow', primary_pod)]}")
 
 
 def replacement_phases(watched: Watched, before: dict[str, str]) -> dict[str, dict[str, float | None]]:

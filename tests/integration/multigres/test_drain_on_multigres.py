@@ -25,6 +25,7 @@ from .safety import (
     assert_never_two_writable,
     assert_nothing_lost,
     assert_out_of_sync_set_when_deleted,
+    assert_primary_handed_over,
     assert_replaced_one_at_a_time_primary_last,
     converge,
     first_terminating,
@@ -59,6 +60,7 @@ def test_rolling_update_one_pod_at_a_time_primary_last_nothing_lost(watched: Wat
     converge(stack, generation, replicas=3)
     assert_nothing_lost(watched)
     assert_never_two_writable(watched)
+    assert_primary_handed_over(stack, primary.pod)
 
     deleted = assert_replaced_one_at_a_time_primary_last(watched, before, primary_uid)
     assert_out_of_sync_set_when_deleted(watched, names, deleted[:-1])

@@ -28,6 +28,7 @@ from tests.integration.multigres.safety import (
     assert_never_two_writable,
     assert_nothing_lost,
     assert_out_of_sync_set_when_deleted,
+    assert_primary_handed_over,
     assert_replaced_one_at_a_time_primary_last,
     converge,
     no_record_left,
@@ -287,6 +288,7 @@ def test_scale_roll_scale_down_and_kubectl_delete_lose_nothing(watched: Watched)
     names.update(app_names(stack))
     seen.update(uids(stack))
     rolled = assert_replaced_one_at_a_time_primary_last(watched, before_roll, primary_uid)
+    assert_primary_handed_over(stack, primary.pod)
 
     before_down = uids(stack)
     step(scale(stack, 3), 3)
