@@ -126,16 +126,20 @@ def test_operator_and_agent_metrics_answer_through_their_services_to_a_scraper_t
 
 # --- NetworkPolicy, enforced by kube-router -------------------------------------------------------------
 PROBE_S = 2
+PROBE_TRIES = 3
 
 
 def _probe_pod(name: str, labels: dict[str, str], targets: list[tuple[str, int]]) -> dict[str, Any]:
     """A restricted-profile pod that tries a TCP connection to each target and prints `ip:port open|closed`.
     busybox nc has no -z: a refused or dropped connection exits 1 within -w; a connected one exits 0
     when the server hangs up, or is still waiting (PostgreSQL awaits a startup packet) when `timeout`
-    ends it (143)."""
-    script = "; ".join(f"timeout {PROBE_S + 2} nc -w {PROBE_S} {ip} {port} </dev/null >/dev/null 2>&1; rc=$?; "
-                       f"if [ $rc -eq 0 ] || [ $rc -eq 143 ]; then echo {ip}:{port} open; "
-                       f"else echo {ip}:{port} closed; fi" for ip, port in targets)
+    ends it (143). Up to PROBE_TRIES tries each: kube-router admits a new pod's address only once it
+    has seen the pod (once, under load, not yet at the first try), and a closed port stays closed."""
+    tries = " ".join(str(n) for n in range(PROBE_TRIES))
+    script = "; ".join(f"state=closed; for try in {tries}; do "
+                       f"timeout {PROBE_S + 2} nc -w {PROBE_S} {ip} {port} </dev/null >/dev/null 2>&1; rc=$?; "
+                       f"if [ $rc -eq 0 ] || [ $rc -eq 143 ]; then state=open; break; fi; done; "
+                       f"echo {ip}:{port} $state" for ip, port in targets)
     return {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
         "spec": {
