@@ -112,7 +112,7 @@ def step(stack: MultigresStack, say: Callable[[str], None], title: str, doc: Man
     applied = stack.apply_shard(doc)
     generation = int(applied["metadata"]["generation"])
     wait_for(lambda: _converged(stack, generation), 900, f"the operator to converge ({title})", interval=1)
-    primary = stack.wait_serving(SHARD, replicas=replicas, timeout=600)
+    primary = stack.wait_serving(SHARD, replicas=replicas, timeout=600, progress=lambda line: say(f"   {line}"))
     say(f"== done in {time.monotonic() - started:.0f}s: {title}")
     return primary
 

@@ -29,6 +29,7 @@ from .realnode.preflight import NODES
 DEFAULT_WORKDIR = Path("/tmp/multigres-pools-localstack")
 PID_FILE = "localstack.pid"
 ENV_FILE = "env"
+DOWN_NOTE_EVERY_S = 5.0
 
 
 UP_EXAMPLES = cli_help.examples(
@@ -100,7 +101,8 @@ def up(args: argparse.Namespace) -> int:
             stack.apply_shard(stack.sample_shard(replicas=args.replicas))
             print(f"applied MultigresShard {args.namespace}/play ({args.replicas} replicas); waiting for it to serve",
                   flush=True)
-            primary = stack.wait_serving("play", replicas=args.replicas, timeout=600)
+            primary = stack.wait_serving("play", replicas=args.replicas, timeout=600,
+                                         progress=lambda line: print(f"  {line}", flush=True))
             print(f"serving after {time.monotonic() - started:.0f}s: primary {primary.pod} ({primary.ip}), "
                   f"synchronous_standby_names = {primary.synchronous_standby_names}", flush=True)
             gateways = [p for p in stack.pods(keys.COMPONENT_MULTIGATEWAY) if facts.condition_true(p, "Ready")]
@@ -130,9 +132,14 @@ def down(args: argparse.Namespace) -> int:
         print(f"multigres-pools localstack: nothing is up in {args.workdir}", file=sys.stderr)
         return 1
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + args.timeout
+    print(f"stopping the stack in {args.workdir} (pid {pid}) ...", flush=True)
+    started = time.monotonic()
+    deadline, next_note = started + args.timeout, started + DOWN_NOTE_EVERY_S
     while _running_pid(args.workdir) == pid and time.monotonic() < deadline:
         time.sleep(0.5)
+        if time.monotonic() >= next_note:  # its processes stop one after another: say it is not stuck
+            print(f"  still stopping after {time.monotonic() - started:.0f}s", flush=True)
+            next_note += DOWN_NOTE_EVERY_S
     if _running_pid(args.workdir) == pid:
         print(f"multigres-pools localstack: pid {pid} still running after {args.timeout:.0f}s", file=sys.stderr)
         return 1

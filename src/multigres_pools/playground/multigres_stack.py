@@ -196,8 +196,10 @@ class MultigresStack:
             if proc is not None:
                 proc.stop(grace=10)
         if self.kubelet is not None:
+            self.progress("stopping the pods (each pool pod's PostgreSQL shuts down cleanly) ...")
             self.kubelet.stop()
         if self.real is not None:
+            self.progress("stopping the node and its containers ...")
             self.real.stop()
         if self.topo is not None and self.topo.process is not None:
             self.topo.process.kill()
@@ -361,9 +363,11 @@ class MultigresStack:
                 return str(pod["status"]["podIP"])
         return None
 
-    def wait_serving(self, shard: str = "play", replicas: int = 3, timeout: float = 300) -> Member:
-        """Until one primary streams to every other ready pod synchronously (quorum or sync)."""
-        seen = ["nothing yet"]
+    def wait_serving(self, shard: str = "play", replicas: int = 3, timeout: float = 300,
+                     progress: Progress | None = None) -> Member:
+        """Until one primary streams to every other ready pod synchronously (quorum or sync).
+        `progress` gets a one-line summary each time it changes (`serving_summary`)."""
+        seen, said = ["nothing yet"], [""]
 
         def serving() -> Member | None:
             pods = self.pods()
@@ -373,15 +377,27 @@ class MultigresStack:
             primary = primaries[0] if len(primaries) == 1 else None
             seen[0] = (f"ready {sorted(ready)}, not ready {not_ready}, "
                        f"not in recovery {[m.pod for m in primaries]}")
+            synchronous = [name for name, state in primary.replicas if state in ("sync", "quorum")] if primary else []
+            summary = serving_summary(len(ready), replicas, primary.pod if primary else None, len(synchronous))
+            if progress is not None and summary != said[0]:
+                said[0] = summary
+                progress(summary)
             if len(ready) != replicas or primary is None:
                 return None
             seen[0] += (f", {primary.pod} synchronous_standby_names={primary.synchronous_standby_names!r} "
                         f"pg_stat_replication={list(primary.replicas)}")
-            synchronous = [name for name, state in primary.replicas if state in ("sync", "quorum")]
             return primary if len(synchronous) == replicas - 1 else None
 
         return wait_for(serving, timeout, f"{replicas} pods serving with {replicas - 1} synchronous standbys",
                         interval=1, last_seen=lambda: seen[0])
+
+
+def serving_summary(ready: int, replicas: int, primary: str | None, synchronous: int) -> str:
+    """What a wait for a serving shard has reached, in one line: pods Ready, the primary, its
+    synchronous standbys (a shard of one pod has none to wait for)."""
+    lead = f"primary {primary}" if primary else "no primary yet"
+    standbys = f", {synchronous}/{replicas - 1} synchronous standbys" if replicas > 1 else ""
+    return f"{ready}/{replicas} pods ready, {lead}{standbys}"
 
 
 def _ready(pod: Manifest) -> bool:
