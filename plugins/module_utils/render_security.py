@@ -15,7 +15,7 @@ pgctld and multipooler read from POSTGRES_PASSWORD_FILE.
   (port 8432, client certificate CN pgbackrest), which connects to its own socket.
 - multigateway: no PostgreSQL connection of its own. It checks a client's SCRAM proof against the
   verifier multipooler reads from pg_authid, then hands the proof's keys to multipooler.
-- multiorch and the agent: gRPC only (multipooler's port 15270), never PostgreSQL.
+- multiorch and the agent: gRPC only (multipooler's port 15270; the agent also multiorch's), never PostgreSQL.
 - postgres-exporter: TCP to 127.0.0.1 with the password.
 So v0.1.0 needs no `trust` line: SCRAM-SHA-256 on the socket, on localhost and from the pod network.
 """
@@ -110,7 +110,7 @@ def network_policy(ctx: ShardContext) -> Manifest:
     """Ingress isolation of every pod of the shard (pool pods, multiorch, multigateway), admitting:
     - from the shard's own pods: PostgreSQL (replication, pg_rewind), pgBackRest's TLS server and the
       gRPC ports (multiorch and the gateway dial multipooler);
-    - from the agent: multipooler's gRPC;
+    - from the agent: multipooler's and multiorch's gRPC;
     - from `clients`: PostgreSQL on the pool pods and on the gateway;
     - from `metrics`: postgres-exporter, when it runs.
     pgctld's ports and the HTTP ports stay closed to other pods (kubelet probes come from the node,
@@ -125,7 +125,9 @@ def network_policy(ctx: ShardContext) -> Manifest:
     if gateway:
         internal.append(layout.MULTIGATEWAY_GRPC)
         client_ports.append(layout.MULTIGATEWAY_PG)
-    ingress = [_rule([shard_pods], *internal), _rule([peer(settings.agent)], layout.MULTIPOOLER_GRPC)]
+    # The agent dials multipooler (drains, roles, backups) and multiorch (a primary's handover).
+    ingress = [_rule([shard_pods], *internal),
+               _rule([peer(settings.agent)], layout.MULTIPOOLER_GRPC, layout.MULTIORCH_GRPC)]
     if settings.clients:
         ingress.append(_rule([peer(p) for p in settings.clients], *client_ports))
     if spec.monitoring.postgres_exporter.enabled and settings.metrics:

@@ -98,7 +98,7 @@ class Handovers:
                 try:
                     confirmed = leaving.plane.leadership(leaving.plane.list_poolers(leaving.topology)).confirmed
                     if confirmed is not None and confirmed.id != leaving.old:
-                        self._done(leaving, confirmed.id, ctx.clock() - started, asked)
+                        self._done(leaving, confirmed.id, ctx.clock() - started, asked, last_error)
                         return
                     asked += self._ask(leaving)
                 except DataPlaneError as exc:
@@ -130,13 +130,14 @@ class Handovers:
         assert failure is not None
         raise failure
 
-    def _done(self, leaving: Leaving, new: PoolerId, seconds: float, asked: int) -> None:
+    def _done(self, leaving: Leaving, new: PoolerId, seconds: float, asked: int, last_error: str) -> None:
         ctx = self.ctx
         ctx.metrics.handover_seconds.labels(*leaving.shard).observe(seconds)
         ctx.log.info("primary handed over", extra={"pod": leaving.pod, "primary": str(new),
                                                    "seconds": round(seconds, 2), "asked": asked})
+        how = (f"multiorch asked {asked} times to act without its failover grace" if asked else
+               f"multiorch could not be asked ({last_error or 'no answer'}): its own failover grace decided")
         for target in leaving.targets:
             ctx.kube.event(target, "PrimaryHandedOver", f"{leaving.pod} → {new}: the new primary was confirmed "
-                           f"{seconds:.1f}s after the old one's pod began terminating (multiorch asked {asked} "
-                           f"times to act without its failover grace)")
+                           f"{seconds:.1f}s after the old one's pod began terminating ({how})", warning=not asked)
 

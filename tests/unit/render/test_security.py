@@ -94,7 +94,7 @@ def test_the_policy_isolates_every_pod_of_the_shard_and_admits_exactly_the_pools
         "namespaceSelector": {"matchLabels": {keys.LABEL_NAMESPACE_NAME: keys.INSTALL_NAMESPACE}},
         "podSelector": {"matchLabels": {keys.LABEL_APP_COMPONENT: keys.AGENT_COMPONENT,
                                         keys.LABEL_APP_NAME: keys.INSTALL_APP_NAME}}}]
-    assert _ports(agent) == [layout.MULTIPOOLER_GRPC]
+    assert _ports(agent) == [layout.MULTIPOOLER_GRPC, layout.MULTIORCH_GRPC]
     assert clients == {"from": [{"podSelector": {}}], "ports": [
         {"protocol": "TCP", "port": layout.POSTGRES}, {"protocol": "TCP", "port": layout.MULTIGATEWAY_PG}]}
     assert metrics == {"from": [{"namespaceSelector": {}}], "ports": [{"protocol": "TCP", "port": layout.EXPORTER}]}
@@ -134,7 +134,7 @@ def test_peers_render_as_written_and_empty_lists_admit_nobody():
     assert clients["from"] == [{"ipBlock": {"cidr": "10.8.0.0/16", "except": ["10.8.1.0/24"]}},
                                {"namespaceSelector": {"matchLabels": {"a": "1", "b": "2"}}, "podSelector": {}}]
     nobody = _policy(_render({"security": {"networkPolicy": {"clients": [], "metrics": []}}}))
-    assert [_ports(r) for r in nobody["spec"]["ingress"]][1:] == [[layout.MULTIPOOLER_GRPC]]
+    assert [_ports(r) for r in nobody["spec"]["ingress"]][1:] == [[layout.MULTIPOOLER_GRPC, layout.MULTIORCH_GRPC]]
 
 
 def test_no_metrics_rule_without_the_exporter_and_no_policy_when_turned_off():
