@@ -110,8 +110,7 @@ def main() -> None:
         load = WriteLoad(find_primary=lambda: gateway, interval=0.01,
                          dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password))
         recovery = RecoverySampler(
-            pods=lambda: [(facts.name(p), ip) for p in stack.pods() if (ip := (p.get("status") or {}).get("podIP"))],
-            dsn=lambda host: stack.dsn(host, password=password))
+            pods=stack.pool_addresses, dsn=lambda host: stack.dsn(host, password=password))
         load.start()
         recovery.start()
         load.wait_for_acks(50, timeout=120)

@@ -256,6 +256,10 @@ class MultigresStack:
             kube.close()
         return sorted(found, key=facts.name)
 
+    def pool_addresses(self) -> list[tuple[str, str]]:
+        """(name, pod IP) of every pool pod with an address, terminating ones too (an old primary is one)."""
+        return [(facts.name(p), ip) for p in self.pods() if (ip := (p.get("status") or {}).get("podIP"))]
+
     def password(self, shard: str = "play") -> str:
         kube = self.kube()
         try:

@@ -58,7 +58,7 @@ class Watched:
         self.load = WriteLoad(find_primary=last_good(stack.gateway_ip) if through_gateway else primary,
                               dsn=lambda host: stack.dsn(host, port=port, password=password), interval=0.01)
         self.sync = SyncSampler(find_primary=primary, dsn=lambda host: stack.dsn(host, password=password))
-        self.recovery = RecoverySampler(pods=lambda: _pool_addresses(stack),
+        self.recovery = RecoverySampler(pods=stack.pool_addresses,
                                         dsn=lambda host: stack.dsn(host, password=password))
 
     def start(self) -> None:
@@ -70,11 +70,6 @@ class Watched:
         for thread in (self.load, self.sync, self.recovery, self.timeline):
             if thread.is_alive():
                 thread.stop()
-
-
-def _pool_addresses(stack: MultigresStack) -> list[tuple[str, str]]:
-    """Every pool pod with an address, terminating ones too: an old primary is one of them."""
-    return [(facts.name(p), ip) for p in stack.pods() if (ip := (p.get("status") or {}).get("podIP"))]
 
 
 def assert_never_two_writable(watched: Watched) -> None:
