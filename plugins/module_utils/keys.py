@@ -205,6 +205,9 @@ class ShardCondition(StrEnum):
     # True while a pool pod has a container waiting for something that will not come by itself (a bad
     # image, a missing Secret key, a crash loop; pod_stuck.py); the message names pod, container and reason.
     PODS_STUCK = "PodsStuck"
+    # True while a pool pod's PostgreSQL is out of recovery although another pooler leads the shard: the
+    # agent keeps such a pod unready (its readiness gate); the message names the pods and the leader.
+    WRITABLE_STANDBY = "WritableStandby"
 
 
 # The status of each condition that means something waits or is wrong: what `multigres-pools status`
@@ -217,12 +220,23 @@ SHARD_CONDITION_ATTENTION = {
     ShardCondition.PAUSED: "True", ShardCondition.AGENT_STALLED: "True", ShardCondition.DRAIN_STALLED: "True",
     ShardCondition.TOPOLOGY_UNREACHABLE: "True", ShardCondition.FOREIGN_OBJECTS: "True",
     ShardCondition.FENCED: "True", ShardCondition.FENCE_REFUSED: "True", ShardCondition.PODS_STUCK: "True",
+    ShardCondition.WRITABLE_STANDBY: "True",
 }
 # The pod condition the agent sets while a drain step is stuck past --stall-after.
 POD_CONDITION_DRAIN_STALLED = ShardCondition.DRAIN_STALLED.value
 # The pod condition the agent keeps on a pod listed in spec.pools.<pool>.fenced (True: fenced; False:
 # not, and the reason says why), and its reasons.
 POD_CONDITION_FENCED = ShardCondition.FENCED.value
+# The readiness gate of every v0.1.0 pool pod: the agent sets it True once the pod's PostgreSQL is in
+# recovery, or out of it as the leader the newest rule names, and False while it is writable beside
+# another leader. Without the agent's word a pod never turns Ready (docs/agent.md, "Readiness gate").
+POD_READINESS_GATE = "pools.multigres.com/recovery-matches-role"
+
+
+class RecoveryGateReason(StrEnum):
+    LEADER = "Leader"
+    STANDBY = "InRecovery"
+    WRITABLE_STANDBY = ShardCondition.WRITABLE_STANDBY.value
 
 
 class FenceReason(StrEnum):

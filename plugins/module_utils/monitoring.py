@@ -113,6 +113,13 @@ ALERTS = (
           f"{_SHARD} has {_C.PODS_STUCK}=True for 15 minutes: a pool pod's container waits on its image "
           "(ErrImagePull, ImagePullBackOff), its configuration or a crash loop; the condition message names "
           "the pod, the container and the kubelet's reason."),
+    Alert("MultigresPoolsWritableStandby",
+          _condition_true(_C.WRITABLE_STANDBY),
+          "1m", "critical",
+          f"A pool pod of {_SHARD} runs PostgreSQL out of recovery beside the leader",
+          f"{_SHARD} has {_C.WRITABLE_STANDBY}=True: a pod's PostgreSQL accepts writes although another "
+          "pooler leads the shard. The agent keeps it unready; the condition message names it and the leader "
+          "(docs/operations.md, \"WritableStandby\")."),
     Alert("MultigresPoolsTopologyUnreachable",
           f"min by (namespace, shard) (multigres_pools_agent_topology_reachable {_ON_AGENT_LEADER}) == 0",
           "5m", "critical",

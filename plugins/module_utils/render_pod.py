@@ -74,6 +74,10 @@ def pod_spec(ctx: ShardContext, pool_name: str, cell: str, pod: str, service_id:
         "volumes": _volumes(ctx, cell, claim),
         **scheduling(ctx, cell, pool.node_selector, pool.affinity, pool.tolerations),
     }
+    if ctx.version is keys.MultigresVersion.V0_1_0:
+        # Ready also needs the agent's word that PostgreSQL's recovery matches the pooler's role: only
+        # it sees every pooler at once (src/multigres_pools/agent/recovery_gate.py).
+        spec["readinessGates"] = [{"conditionType": keys.POD_READINESS_GATE}]
     if s3 is not None and s3.service_account_name:
         spec["serviceAccountName"] = s3.service_account_name
     else:

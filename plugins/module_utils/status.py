@@ -45,6 +45,17 @@ def _counts_ready(pod: Manifest) -> bool:
             and not drain_annotations.read_state(facts.annotations(pod)).active)
 
 
+def _writable_standby(pods: list[Manifest]) -> Manifest:
+    """WritableStandby repeats the agent's readiness gate: a pod whose PostgreSQL is out of recovery
+    while another pooler leads (agent/recovery_gate.py)."""
+    found = [(facts.name(p), c) for p in pods if (c := facts.condition(p, keys.POD_READINESS_GATE) or {})
+             and c.get("status") == "False"]
+    if not found:
+        return _condition(C.WRITABLE_STANDBY, False, "AllInRecoveryOrLeading", "")
+    return _condition(C.WRITABLE_STANDBY, True, "OutOfRecovery",
+                      "; ".join(c.get("message") or name for name, c in sorted(found))[:MESSAGE_MAX])
+
+
 def _orch_ready(observed: Observed) -> bool:
     for dep in observed.others.get("Deployment", ()):
         if facts.labels(dep).get(keys.LABEL_APP_COMPONENT) != keys.COMPONENT_MULTIORCH:
@@ -125,12 +136,13 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.DRAINED for p in pods)
     now = facts.parse_time(stamp) or dt.datetime.now(dt.UTC)
     stuck = pod_stuck.condition(pods, now)
+    writable_standby = _writable_standby(pods)
     rolling = result.rolling
     busy = bool(result.actions or result.waiting or result.withheld)
     # Paused: what the engine holds back leads the message (plan_pause.py).
     notes = ([result.pause_message] if result.paused else []) + result.waiting
 
-    if errors or stuck["status"] == "True" or (empty and total):
+    if errors or stuck["status"] == "True" or writable_standby["status"] == "True" or (empty and total):
         phase = "Degraded"
     elif pools_ready and orch_ready and not rolling.in_progress and not result.maintenance.in_progress and not busy:
         phase = "Healthy"
@@ -169,7 +181,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
                    result.pause_message[:MESSAGE_MAX]),
     ]
     conditions += stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s)
-    conditions.append(stuck)
+    conditions += [stuck, writable_standby]
     conditions += fencing.conditions(desired, observed.pods)
     backup, backup_fields = _backup_condition(observed.cr)
     if backup:

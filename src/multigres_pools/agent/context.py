@@ -173,6 +173,10 @@ class ShardView:
         """The shard's confirmed primary."""
         return self._leadership(None).confirmed
 
+    def leadership(self) -> Leadership:
+        """The whole round's verdict: the leader, and who runs PostgreSQL in or out of recovery."""
+        return self._leadership(None)
+
     def is_primary(self, pod: Obj) -> bool:
         """Era A: the pod's record says PRIMARY. From v0.1.0 on: the pod's pooler is the leader the newest
         rule names, even when its record is already gone (a primary drain deletes it before the pod)."""

@@ -132,8 +132,10 @@ class Kube:
         existing = next((c for c in current if c.get("type") == ctype), None)
         if existing and existing.get("status") == status and existing.get("reason") == reason:
             return pod
+        # The transition is the status's: a new reason or message under the same status keeps its time.
+        since = existing.get("lastTransitionTime") if existing and existing.get("status") == status else None
         condition = {"type": ctype, "status": status, "reason": reason, "message": message[:1024],
-                     "lastTransitionTime": now_rfc3339()}
+                     "lastTransitionTime": since or now_rfc3339()}
         # A strategic merge patch merges by condition type: the kubelet's Ready/ContainersReady stay as
         # the server has them. (A merge patch would replace the whole list with our copy, and a stale
         # copy, read before the kubelet marked the pod Ready again, would leave it not Ready for good.)

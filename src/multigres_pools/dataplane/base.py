@@ -89,10 +89,14 @@ class Leadership:
     v0.1.0 on: the pooler that leads the newest rule any pooler reports and runs postgres as primary).
     `named` is the leader that newest rule names, even when its record is gone (a primary drain deletes
     it before the pod goes) or it does not answer; None when nothing could be read.
+    `writable` and `in_recovery` (v0.1.0 only) are the poolers that answered with PostgreSQL out of
+    recovery and in recovery: a writable pooler that is not `named` must not serve (agent/recovery_gate.py).
     """
 
     confirmed: Pooler | None
     named: PoolerId | None
+    writable: frozenset[PoolerId] = frozenset()
+    in_recovery: frozenset[PoolerId] = frozenset()
 
 
 @dataclass(frozen=True)

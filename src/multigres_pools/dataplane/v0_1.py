@@ -128,18 +128,21 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     A restarted old primary still leads its own, older rule and may briefly run postgres as primary
     (reference §1.2a); any pooler that follows the new leader reports a newer term and outvotes it.
     """
+    writable = frozenset(p.id for p, r in answers if r.status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY)
+    in_recovery = frozenset(p.id for p, r in answers if r.status.postgres_status == mpd.POSTGRES_STATUS_STANDBY)
+    unknown = Leadership(None, None, writable, in_recovery)
     ruled = [(p, r) for p, r in answers if r.consensus_status.current_position.rule.HasField("leader_id")]
     if not ruled:
-        return Leadership(None, None)
+        return unknown
     newest = max(_rule_number(r) for _, r in ruled)
     if newest[0] <= 0:
-        return Leadership(None, None)
+        return unknown
     rule = next(r for _, r in ruled if _rule_number(r) == newest).consensus_status.current_position.rule
     named = _pid(rule.leader_id)
     leaders = [p for p, r in ruled if is_leader(r.consensus_status) and _rule_number(r)[0] == newest[0]
                and r.status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY]
     confirmed = leaders[0] if len(leaders) == 1 and leaders[0].id == named else None
-    return Leadership(confirmed, named)
+    return Leadership(confirmed, named, writable, in_recovery)
 
 
 def pooler_status(ident: PoolerId, address: str, answer: mpd.StatusResponse | DataPlaneError) -> PoolerStatus:

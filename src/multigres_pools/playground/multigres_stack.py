@@ -72,6 +72,21 @@ class Member:
     replicas: tuple[tuple[str, str], ...]  # (application_name, sync_state) from pg_stat_replication
 
 
+def _pids_of(binary: bytes, argument: bytes) -> list[int]:
+    """Host pids of the processes whose executable ends with `binary` and that were given `argument`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(binary) and argument in argv:
+            found.append(int(entry.name))
+    return found
+
+
 @dataclass
 class MultigresStack:
     workdir: Path
@@ -304,18 +319,12 @@ class MultigresStack:
     def pooler_pids(self, pod: str) -> list[int]:
         """Host pids of the pod's running multipooler, found in the process list by its --service-id
         (a signal sent from inside the container's pid namespace cannot reach its pid 1)."""
-        wanted = f"--service-id={self.pooler_ids()[pod].name}".encode()
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv and argv[0].endswith(b"/multipooler") and wanted in argv:
-                found.append(int(entry.name))
-        return found
+        return _pids_of(b"/multipooler", f"--service-id={self.pooler_ids()[pod].name}".encode())
+
+    def orchestrator_pids(self) -> list[int]:
+        """Host pids of every running multiorch of this stack's namespace (its --service-id is its pod's name)."""
+        names = {facts.name(p) for p in self.pods(keys.COMPONENT_MULTIORCH)}
+        return [pid for name in sorted(names) for pid in _pids_of(b"/multiorch", f"--service-id={name}".encode())]
 
     def signal_pooler(self, pod: str, sig: int = signal.SIGKILL) -> list[int]:
         """Send `sig` to the pod's multipooler (the kubelet restarts the container, as Kubernetes would)."""

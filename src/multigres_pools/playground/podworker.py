@@ -677,7 +677,8 @@ class PodWorker:
         containers_ready = not terminal and all(c.ready for c in regular) and \
             all(c.ready for c in inits if c.kind == "sidecar" and c.run is not None)
         values = {"PodReadyToStartContainers": self.net is not None and not terminal, "PodScheduled": True,
-                  "Initialized": initialized, "ContainersReady": containers_ready, "Ready": containers_ready}
+                  "Initialized": initialized, "ContainersReady": containers_ready,
+                  "Ready": containers_ready and self._gates_pass()}
         self._conditions = pod_conditions(values, self._conditions)
         images = {ref: f"process-kubelet://{ref}" for ref in self.kubelet.images}
         status: Manifest = {
@@ -690,6 +691,13 @@ class PodWorker:
         else:
             status.update({"hostIP": self.kubelet.host_ip, "hostIPs": [{"ip": self.kubelet.host_ip}]})
         return status
+
+    def _gates_pass(self) -> bool:
+        """The kubelet's readiness gates: each condition a gate names is True in the pod's status (others
+        set them; an update of the pod wakes this worker, which recomputes Ready)."""
+        gates = [g.get("conditionType") for g in self.pod["spec"].get("readinessGates") or []]
+        have = {c.get("type"): c.get("status") for c in (self.pod.get("status") or {}).get("conditions") or []}
+        return all(have.get(gate) == "True" for gate in gates)
 
     def _publish(self, terminal: bool = False) -> None:
         status = self._status(terminal)

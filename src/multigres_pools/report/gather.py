@@ -11,10 +11,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils import keys, ownership
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
-from ..agent import podinfo
 from . import plane_ask, plane_facts, shard_facts
 from .model import Report
 
@@ -24,9 +23,11 @@ def gather(kube: KubeClient, namespace: str, shard: str, *, dial_host: Callable[
     cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, shard)
     if cr is None:
         raise LookupError(f"no MultigresShard {namespace}/{shard}")
-    cluster = (cr.get("spec") or {}).get("clusterName")
+    # The shard's own pool pods: those it controls (what the engine counts), not another shard's in the
+    # same namespace, nor a pod that only copies its labels.
+    owner = ownership.Owner.of(cr)
     pods = [p for p in kube.list("v1", "Pod", namespace, f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
-            if facts.labels(p).get(keys.LABEL_APP_INSTANCE) == cluster or podinfo.pod_topology(p) is not None]
+            if owner is not None and owner.controls(p)]
     report = shard_facts.report(cr, pods, dt.datetime.now(dt.UTC))
     plane_facts.merge(report, plane_ask.ask(cr, pods, dial_host, rpc_timeout), dial_pod_ips)
     return report

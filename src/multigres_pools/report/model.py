@@ -14,7 +14,8 @@ class Sync(StrEnum):
     """Where a pod stands in replication, as the confirmed primary sees it."""
 
     PRIMARY = "primary"  # the confirmed primary itself
-    SYNC = "sync"  # listed in the primary's synchronous standbys
+    SYNC = "sync"  # listed in the primary's synchronous standbys, streaming from it
+    DETACHED = "detached"  # listed in the primary's synchronous standbys, not streaming (a diverged timeline)
     COHORT = "cohort"  # in the consensus rule's cohort, not (yet) in the primary's synchronous list
     ASYNC = "async"  # streaming from the primary, not synchronous
     NO = "no"  # neither listed nor streaming

@@ -87,7 +87,7 @@ def _replication(report: Report, answers: Answers) -> None:
         elif sync is None:
             pod.sync = Sync.UNKNOWN
         elif pod.pooler in report.replication.synchronous:
-            pod.sync = Sync.SYNC
+            pod.sync = Sync.SYNC if pod.pooler in connected else Sync.DETACHED
         elif pod.pooler in report.replication.cohort:
             pod.sync = Sync.COHORT
         else:

@@ -18,8 +18,8 @@ from .model import BackupRun, PodRow, Report, Sync
 
 STATE_STYLE = {verdict.HEALTHY: "good", verdict.RECONCILING: "warn", verdict.PAUSED: "warn",
                verdict.WARNING: "warn", verdict.DEGRADED: "bad", verdict.UNKNOWN: "bad"}
-SYNC_STYLE = {Sync.PRIMARY: "bold", Sync.SYNC: "good", Sync.COHORT: "warn", Sync.ASYNC: "warn", Sync.NO: "warn",
-              Sync.UNKNOWN: "warn"}
+SYNC_STYLE = {Sync.PRIMARY: "bold", Sync.SYNC: "good", Sync.DETACHED: "bad", Sync.COHORT: "warn",
+              Sync.ASYNC: "warn", Sync.NO: "warn", Sync.UNKNOWN: "warn"}
 # Multigres v0.1.0 publishes no archiver state (pgBackRest's archive-push runs inside PostgreSQL and
 # reports to no RPC the agent can call), so this line says so rather than guessing.
 WAL_ARCHIVING = "not reported by Multigres v0.1.0 (`pgbackrest info` in a pool pod lists the archived WAL)"

@@ -14,7 +14,7 @@ from typing import cast
 
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
-from .model import Condition, Report
+from .model import Condition, Report, Sync
 
 C = keys.ShardCondition
 HEALTHY, RECONCILING, PAUSED, WARNING, DEGRADED, UNKNOWN = (
@@ -23,12 +23,13 @@ STATES = (HEALTHY, RECONCILING, PAUSED, WARNING, DEGRADED, UNKNOWN)
 # Keyed by ShardCondition (a StrEnum), so the plain type string a status carries finds its entry.
 _ATTENTION = cast(Mapping[str, str], keys.SHARD_CONDITION_ATTENTION)
 # Conditions that say the shard is stuck, not merely busy, while True.
-_STUCK = (C.STALLED, C.PODS_STUCK, C.AGENT_STALLED, C.DRAIN_STALLED, C.TOPOLOGY_UNREACHABLE)
+_STUCK = (C.STALLED, C.PODS_STUCK, C.AGENT_STALLED, C.DRAIN_STALLED, C.TOPOLOGY_UNREACHABLE, C.WRITABLE_STANDBY)
 # Ready=False and Available=False with these reasons only restate "n/m pods ready" while work goes on:
 # the headline and the pod table say which pod and why.
 _PROGRESS_REASONS = {C.READY.value: "Progressing", C.AVAILABLE.value: "NotAllPodsReady"}
 NO_PRIMARY = "no confirmed primary"
 BELOW_POLICY = "commits wait: too few synchronous standbys stream for the durability policy"
+DETACHED = "listed as a synchronous standby, but not streaming from the primary"
 HEADLINE_REASONS = 3
 
 
@@ -73,6 +74,7 @@ def attention(report: Report) -> list[str]:
         return out
     out += [f"pooler {p.pod} at {p.address or '(no address published)'} did not answer: {p.error}"
             for p in plane.unanswered]
+    out += [f"pod {p.name}: {DETACHED}" for p in report.pods if p.sync is Sync.DETACHED]
     if report.replication.primary is None:
         named = report.replication.named_leader
         out.append(f"{NO_PRIMARY}: " + (f"the newest consensus rule names {named}, which does not confirm it "

@@ -7,22 +7,34 @@ shard as the next expects it):
    after its multipooler restarts, and writes keep being acknowledged; unfence: it is back in the set;
 2. decommission a chosen standby: exactly that pod is drained and replaced (at a new index);
 3. maintenance window closed: a scale-down waits and the condition says until when; open: it runs;
-4. pause: a spec change is withheld while status keeps being written; unpause: it proceeds.
+4. pause: a spec change is withheld while status keeps being written; unpause: it proceeds;
+5. the primary's pod deleted while the agent, every multiorch or a standby's multipooler crashes: one
+   primary after each, never two writable;
+6. a standby promoted by hand: kept unready (the agent's readiness gate), the shard Degraded; recreated,
+   it is back in recovery; once the timeline its promotion archived is removed from the repository,
+   a decommission replaces it with a fresh standby.
 No acknowledged write is lost at any step."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
+import os
+import shutil
+import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, maintenance
 
 from multigres_pools.dataplane.base import DataPlaneError, Eligibility, ShardTopology, match_pod
 from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.localstack import wait_for
+from multigres_pools.playground.multigres_stack import MultigresStack
 
 from .safety import (
     SHARD,
@@ -30,11 +42,14 @@ from .safety import (
     Watched,
     app_names,
     apply,
+    assert_never_two_writable,
     assert_nothing_lost,
     assert_out_of_sync_set_when_deleted,
     converge,
+    events_about,
     listed,
     note,
+    scale,
     shard_cr,
     uids,
     watched_stack,
@@ -267,4 +282,127 @@ def test_pause_withholds_a_spec_change_until_lifted(watched: Watched) -> None:
              "the MultiOrch Deployment updated once the pause is lifted", interval=1)
     wait_for(lambda: _condition(watched, "Paused").get("status") == "False", 60, "Paused=False", interval=1)
     assert uids(stack) == before, "no pool pod touched"
+    assert_nothing_lost(watched)
+
+
+def _recreated(watched: Watched, name: str, uid: str) -> bool:
+    return any(facts.name(p) == name and facts.uid(p) != uid for p in watched.stack.pods())
+
+
+def _kill_all(pids: list[int]) -> None:
+    assert pids, "nothing to kill"
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_primary_handover_interrupted_by_a_crash_still_ends_with_one_primary(watched: Watched) -> None:
+    """Issue #24: the primary's pod deleted while, at the same moment, (1) the agent that hurries the
+    election is SIGKILLed and restarted, (2) every multiorch is SIGKILLed (the kubelet restarts them),
+    (3) a standby's multipooler is SIGKILLed. Each time another pooler ends up the only primary, no two
+    PostgreSQL servers are ever writable at once (5 Hz samples) and every acknowledged write is kept."""
+    stack = watched.stack
+    converge(stack, scale(stack, 3), replicas=3, timeout=600)  # the maintenance step left 2
+    stack.wait_serving(SHARD, replicas=3, timeout=300)
+    faults: dict[str, Callable[[list[str]], object]] = {
+        "agent": lambda _: stack.restart_agent(),
+        "multiorch": lambda _: _kill_all(stack.orchestrator_pids()),
+        "target": lambda standbys: _kill_all(stack.pooler_pids(standbys[0])),
+    }
+    for fault, inject in faults.items():
+        primary, standbys = stack.primary(), _standbys(watched)
+        assert primary is not None, f"before {fault}: one primary"
+        uid = facts.uid(_pod(watched, primary.pod))
+        kube = stack.kube()
+        try:
+            kube.delete("v1", "Pod", stack.namespace, primary.pod)
+        finally:
+            kube.close()
+        inject(standbys)
+        wait_for(functools.partial(_recreated, watched, primary.pod, uid), 300,
+                 f"{primary.pod} recreated after the {fault} fault", interval=1)
+        new = stack.wait_serving(SHARD, replicas=3, timeout=300)
+        note(f"primary handover with a {fault} crash", f"{primary.pod} -> {new.pod}")
+        watched.load.wait_for_acks(30, timeout=120)
+    assert_never_two_writable(watched)
+    assert_nothing_lost(watched)
+
+
+def _gate(watched: Watched, name: str) -> dict[str, Any]:
+    """The pod's readiness gate condition; {} while it has none, or while the pod is being recreated."""
+    pod = next((p for p in watched.stack.pods() if facts.name(p) == name), None)
+    return (facts.condition(pod, keys.POD_READINESS_GATE) if pod else None) or {}
+
+
+def _remove_timelines_after(stack: MultigresStack, timeline: int) -> list[str]:
+    """What docs/operations.md ("Alert: MultigresPoolsWritableStandby") has an operator remove from a
+    filesystem repository, done on the backup PVC's host directory: every history file and WAL
+    directory of a timeline newer than `timeline` (pgBackRest names both by the 8-hex-digit timeline)."""
+    assert stack.kubelet is not None
+    removed = []
+    for archive in (stack.kubelet.workdir / "pvc" / stack.namespace).glob("backup-data-*/archive/*/*/"):
+        for entry in archive.iterdir():
+            head = entry.name[:8]
+            if all(c in "0123456789ABCDEF" for c in head) and int(head, 16) > timeline:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+                removed.append(entry.name)
+    return sorted(removed)
+
+
+def _in_recovery(watched: Watched, pod: str) -> bool | None:
+    member = next((m for m in watched.stack.members() if m.pod == pod), None)
+    return None if member is None else not member.primary
+
+
+def test_a_standby_promoted_by_hand_is_kept_unready_until_replaced(watched: Watched) -> None:
+    """Issue #24, item 4: PostgreSQL out of recovery on a pod that is not the leader (here `pg_promote()`
+    by hand on a standby; an old primary restarted without standby.signal looks the same) makes the pod
+    not Ready and the shard Degraded, while the real primary keeps acknowledging writes; the pod comes
+    back in recovery when it is recreated, and a decommission replaces it with a fresh standby."""
+    stack = watched.stack
+    victim = _standbys(watched)[0]
+    ip = _pod(watched, victim)["status"]["podIP"]
+    assert _gate(watched, victim).get("reason") == keys.RecoveryGateReason.STANDBY
+    with psycopg.connect(stack.dsn(ip, SHARD), connect_timeout=3, autocommit=True) as conn:
+        conn.execute("SELECT pg_promote()")
+    wait_for(lambda: _gate(watched, victim).get("status") == "False", 60,
+             f"the agent to set {keys.POD_READINESS_GATE}=False on {victim}", interval=0.5)
+    wait_for(lambda: not facts.condition_true(_pod(watched, victim), "Ready"), 30, f"{victim} not Ready", interval=0.5)
+    gate = _gate(watched, victim)
+    assert gate["reason"] == keys.RecoveryGateReason.WRITABLE_STANDBY and "leads the shard" in gate["message"]
+    assert facts.labels(_pod(watched, victim)).get(keys.LABEL_ROLE) == keys.Role.REPLICA
+    wait_for(lambda: _condition(watched, keys.ShardCondition.WRITABLE_STANDBY).get("status") == "True", 120,
+             "WritableStandby=True on the shard", interval=1)
+    assert (_shard(watched).get("status") or {}).get("phase") == "Degraded"
+    assert str(stack.pooler_ids()[victim]) in _condition(watched, keys.ShardCondition.WRITABLE_STANDBY)["message"]
+    assert events_about(stack, keys.ShardCondition.WRITABLE_STANDBY, victim), "a Warning event on the pod"
+    watched.load.wait_for_acks(50, timeout=120)  # the leader still takes writes
+
+    # Recreated on its volume, it starts in recovery (standby-on-start): the gate is True again.
+    kube = stack.kube()
+    try:
+        kube.delete("v1", "Pod", stack.namespace, victim)
+    finally:
+        kube.close()
+    wait_for(lambda: _gate(watched, victim).get("reason") == keys.RecoveryGateReason.STANDBY
+             and _in_recovery(watched, victim) is True, 180, f"{victim} back, in recovery", interval=1)
+    wait_for(lambda: _condition(watched, keys.ShardCondition.WRITABLE_STANDBY).get("status") == "False", 120,
+             "WritableStandby=False on the shard", interval=1)
+
+    # The promotion archived a new timeline into the shard's repository: a new replica restoring from it
+    # would follow that timeline and never start ("requested timeline N does not contain minimum recovery
+    # point"). The runbook's step: remove every timeline past the primary's from the repository.
+    primary = stack.primary()
+    assert primary is not None
+    with psycopg.connect(stack.dsn(primary.ip, SHARD), connect_timeout=3, autocommit=True) as conn:
+        row = conn.execute("SELECT timeline_id FROM pg_control_checkpoint()").fetchone()
+    assert row is not None
+    removed = _remove_timelines_after(stack, int(row[0]))
+    assert any(name.endswith(".history") for name in removed), f"the promotion archived no timeline: {removed}"
+
+    # Its own timeline diverged at the promotion: a decommission gives the shard a fresh standby instead.
+    generation = _set_list(watched, "decommission", [victim])
+    converge(stack, generation, replicas=3, timeout=600)
+    wait_for(lambda: victim not in {facts.name(p) for p in stack.pods()}, 300, f"{victim} to be gone", interval=1)
+    stack.wait_serving(SHARD, replicas=3, timeout=300)
     assert_nothing_lost(watched)

@@ -195,6 +195,26 @@ def test_readiness_probe_flips_ready(core, namespace, process_kubelet):
     eventually(lambda: not condition(read_pod(core, namespace, "p"), "Ready"), what="Ready turns False")
 
 
+def _set_gate(core, namespace: str, name: str, status: str) -> None:  # type: ignore[no-untyped-def]
+    core.patch_namespaced_pod_status(name, namespace, {"status": {"conditions": [
+        {"type": "example.com/gate", "status": status}]}})
+
+
+def test_readiness_gate_holds_ready_until_its_condition_is_true(core, namespace, process_kubelet):
+    """As the kubelet does: Ready needs ready containers and every readiness gate's condition True; the
+    condition, set by another component, survives the kubelet's own status writes."""
+    pod = toy_pod("g", toy("c", "serve"))
+    pod["spec"]["readinessGates"] = [{"conditionType": "example.com/gate"}]
+    core.create_namespaced_pod(namespace, pod)
+    seen = _pod_when(core, namespace, "g", lambda p: condition(p, "ContainersReady"), "ContainersReady")
+    assert not condition(seen, "Ready"), "no condition for the gate yet"
+    _set_gate(core, namespace, "g", "True")
+    ready(core, namespace, "g")
+    _set_gate(core, namespace, "g", "False")
+    eventually(lambda: not condition(read_pod(core, namespace, "g"), "Ready"), what="Ready turns False")
+    assert condition(read_pod(core, namespace, "g"), "ContainersReady")
+
+
 def test_liveness_failure_restarts_the_container(core, namespace, process_kubelet):
     probe = {"httpGet": {"path": "/live", "port": 8000}, "periodSeconds": 1, "failureThreshold": 2}
     core.create_namespaced_pod(namespace, toy_pod("p", toy("c", "serve", "--live-for", "2", livenessProbe=probe)))

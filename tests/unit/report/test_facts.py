@@ -7,7 +7,7 @@ import datetime as dt
 from ansible_collections.multigres.pools.plugins.module_utils import keys
 
 from multigres_pools.dataplane.base import Backup, Leadership, Pooler, PoolerId, PoolerStatus, Survey, SyncReplication
-from multigres_pools.report import plane_facts, shard_facts, units
+from multigres_pools.report import plane_facts, shard_facts, units, verdict
 from multigres_pools.report.model import Sync
 from multigres_pools.report.plane_facts import Answers
 
@@ -49,6 +49,15 @@ def test_sync_roles_lag_and_a_standby_that_reads_ahead() -> None:
     report = f.build(f.shard(), [f.pod(i, "PRIMARY" if i == 0 else "REPLICA") for i in range(4)], found)
     assert [(p.sync, p.lag_bytes) for p in report.pods] == [
         (Sync.PRIMARY, None), (Sync.SYNC, 0), (Sync.ASYNC, 0x1000), (Sync.COHORT, None)]
+
+
+def test_a_synchronous_standby_that_does_not_stream_is_detached_and_needs_attention() -> None:
+    """Seen on real v0.1.0: a standby promoted by hand and recreated on its volume is back in recovery
+    and still listed in synchronous_standby_names, but its timeline diverged and it never streams."""
+    found = f.answers(3, 0, {0: "0/5000000", 1: "0/5000000", 2: "0/6000000"}, standbys=(1, 2), connected=(1,))
+    report = f.build(f.shard(), [f.pod(i, "PRIMARY" if i == 0 else "REPLICA") for i in range(3)], found)
+    assert [p.sync for p in report.pods] == [Sync.PRIMARY, Sync.SYNC, Sync.DETACHED]
+    assert f"pod {report.pods[2].name}: {verdict.DETACHED}" in verdict.attention(report)
 
 
 def test_a_primary_no_pod_carries_is_named_by_its_registered_hostname() -> None:
