@@ -285,6 +285,8 @@ def assert_primary_handed_over(stack: MultigresStack, primary_pod: str) -> None:
     handed = events_about(stack, "PrimaryHandedOver", primary_pod)
     assert handed, (f"no PrimaryHandedOver event for {primary_pod}; "
                     f"slow: {[e.get('message') for e in events_about(stack, 'PrimaryHandoverSlow', primary_pod)]}")
+    # A Warning says multiorch was never reached (its own grace decided): the hurry did not happen.
+    assert any(e.get("type") == "Normal" for e in handed), [e.get("message") for e in handed]
 
 
 def replacement_phases(watched: Watched, before: dict[str, str]) -> dict[str, dict[str, float | None]]:

@@ -55,6 +55,10 @@ def test_up_prints_working_urls_and_down_cleans_everything(toolchain: object) ->
             assert conn.execute("SELECT x FROM via_gateway").fetchall() == [(42,)]
             assert conn.execute("SELECT count(*) FROM pg_stat_replication WHERE sync_state IN "
                                 "('sync', 'quorum')").fetchone() == (2,)
+        # docs/playground.md lists the topology with etcdctl (make setup installs it):
+        topo_keys = subprocess.run(["etcdctl", "--endpoints", exports["TOPO_ETCD"], "get", "--prefix", "/multigres",
+                               "--keys-only"], capture_output=True, text=True, timeout=30)
+        assert topo_keys.returncode == 0 and "/multigres/global/databases/postgres" in topo_keys.stdout, topo_keys
         ours = set(_netns_with("")) - namespaces_before  # the pods' network namespaces
         assert len(ours) >= 5, ours  # three pool pods, multiorch, multigateway
         again = subprocess.run(_cli("up", "--workdir", str(workdir)), capture_output=True, text=True, timeout=60)
