@@ -11,6 +11,14 @@ shard's multiorch for one cycle at a time until another pooler is the confirmed 
 multiorch still chooses the new primary and runs the election (Recruit, Propose, promotion) exactly
 as it would after the grace; the agent only shortens the wait. If multiorch cannot be reached, the
 grace period ends it as before, and the agent says so.
+
+It asks only once the old primary's multipooler container has exited, which it does after stopping
+PostgreSQL: INELIGIBLE is announced before PostgreSQL stops, and a Recruit that stops the standbys'
+WAL receivers before the old primary's shutdown checkpoint reached them leaves the old primary with
+WAL the new one lacks. Restarted in recovery (standby.signal), such a server cannot follow the new
+timeline ("requested timeline N is not a child of this server's history") and v0.1.0 never rewinds
+a pooler whose PostgreSQL does not run: the pod stayed unready for good (seen on the real node).
+multiorch's own grace (4 s and more) always outlasted the stop, so this is the order it relies on.
 """
 
 from __future__ import annotations
@@ -25,8 +33,10 @@ from ansible_collections.multigres.pools.plugins.module_utils import naming
 from ..dataplane.base import DataPlane, DataPlaneError, PoolerId, RefusalReason, ShardTopology
 from . import podinfo
 from .context import Context, NotLeader, Obj, ShardView
+from .kube import KubeUnavailable
 
 POLL_S = 0.25
+EXIT_POLL_S = 0.1  # while waiting for the old primary's multipooler to exit: one GET of its pod each time
 # Past multiorch's own longest wait (4 s + 8 s of jitter) and an election's 60 s action timeout.
 GIVE_UP_S = 75.0
 
@@ -40,6 +50,8 @@ class Leaving:
     orchestrators: dict[str, str]  # cell -> name prefix of the shard's multiorch pods there
     old: PoolerId
     pod: str
+    namespace: str
+    uid: str | None  # the terminating pod's: a pod recreated under the same name is not it
     targets: list[Obj]  # where the outcome is reported (the pod, the MultigresShard)
     shard: tuple[str, str]  # (namespace, MultigresShard) for the metric
 
@@ -71,7 +83,7 @@ class Handovers:
         if not view.is_primary(pod):
             return None
         leaving = Leaving(plane, view.topology, orchestrator_prefixes(view.shard, view.topology.cells), old,
-                          podinfo.name(pod), view.event_targets(pod),
+                          podinfo.name(pod), view.namespace, podinfo.uid(pod), view.event_targets(pod),
                           (view.namespace, podinfo.name(view.shard)))
         with self._lock:
             running = self._running.get(view.topology.key)
@@ -92,7 +104,7 @@ class Handovers:
 
     def _hurry(self, leaving: Leaving) -> None:
         ctx, started, asked = self.ctx, self.ctx.clock(), 0
-        last_error = ""
+        last_error, stopped = "", False
         try:
             while ctx.clock() - started < GIVE_UP_S:
                 try:
@@ -100,10 +112,14 @@ class Handovers:
                     if confirmed is not None and confirmed.id != leaving.old:
                         self._done(leaving, confirmed.id, ctx.clock() - started, asked, last_error)
                         return
-                    asked += self._ask(leaving)
+                    stopped = stopped or self._pooler_exited(leaving)
+                    if stopped:
+                        asked += self._ask(leaving)
                 except DataPlaneError as exc:
                     last_error = exc.message
-                self._sleep(POLL_S)
+                except KubeUnavailable as exc:
+                    last_error = str(exc)
+                self._sleep(POLL_S if stopped else EXIT_POLL_S)
         except NotLeader:
             return  # another agent leads now; multiorch's grace period ends the wait
         ctx.log.warning("primary handover: no other confirmed primary yet; multiorch decides on its own",
@@ -112,6 +128,15 @@ class Handovers:
             ctx.kube.event(target, "PrimaryHandoverSlow", f"{leaving.pod}: no other pooler was the confirmed "
                            f"primary {GIVE_UP_S:.0f}s after its pod began terminating (multiorch asked {asked} "
                            f"times{'; ' + last_error if last_error else ''})", warning=True)
+
+    def _pooler_exited(self, leaving: Leaving) -> bool:
+        """The old primary's multipooler container has exited (after stopping PostgreSQL), or its pod is gone."""
+        pod = self.ctx.kube.get_pod(leaving.namespace, leaving.pod)
+        if pod is None or podinfo.uid(pod) != leaving.uid:
+            return True
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        own = next((c for c in statuses if c.get("name") == podinfo.MULTIPOOLER_CONTAINER), None)
+        return own is not None and "terminated" in (own.get("state") or {})
 
     def _ask(self, leaving: Leaving) -> int:
         """One TriggerRecoveryNow on the first of the shard's multiorchs that answers."""

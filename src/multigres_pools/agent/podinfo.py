@@ -28,7 +28,7 @@ Obj = Mapping[str, Any]
 
 
 # The generic accessors are the engine's (module_utils/facts.py); re-exported under the agent's names.
-meta, name, labels, annotations = facts.meta, facts.name, facts.labels, facts.annotations
+meta, name, labels, annotations, uid = facts.meta, facts.name, facts.labels, facts.annotations, facts.uid
 deleting = facts.is_terminating
 condition_true = facts.condition_true
 

@@ -1,0 +1,89 @@
+"""The agent hurries multiorch only once the old primary's multipooler has exited (it stops PostgreSQL
+first): a Recruit before the old primary's shutdown checkpoint reached the standbys left it with WAL
+the new primary lacks, and it never rejoined (agent/handover.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from multigres_pools.agent.handover import Handovers, Leaving
+from multigres_pools.dataplane.base import Leadership, Orchestrator, Pooler, PoolerId, ShardTopology
+
+OLD, NEW = PoolerId("zone1", "p-old"), PoolerId("zone1", "p-new")
+TOPO = ShardTopology(("etcd:2379",), "/multigres/global", "postgres", "default", "0-inf", ("zone1",))
+
+
+def _pod(uid: str, multipooler_state: str) -> dict[str, Any]:
+    return {"metadata": {"name": "pool-0", "uid": uid},
+            "status": {"containerStatuses": [{"name": "multipooler", "state": {multipooler_state: {}}}]}}
+
+
+class _Plane:
+    """Elects NEW one poll after the first TriggerRecoveryNow."""
+
+    def __init__(self) -> None:
+        self.asked_at: list[float] = []
+        self.polls_after_ask = 0
+
+    def list_poolers(self, topology: ShardTopology) -> list[Pooler]:
+        return []
+
+    def leadership(self, poolers: list[Pooler]) -> Leadership:
+        if self.asked_at:
+            self.polls_after_ask += 1
+        new = Pooler(NEW, None, "h", 1, "postgres", "default", "0-inf", "/k")
+        return Leadership(new if self.polls_after_ask > 1 else None, NEW if self.polls_after_ask > 1 else OLD)
+
+    def orchestrators(self, topology: ShardTopology, names: dict[str, str]) -> list[Orchestrator]:
+        return [Orchestrator("zone1", "orch-1", "h", 15370)]
+
+    def trigger_recovery(self, orch: Orchestrator) -> tuple[str, ...]:
+        self.asked_at.append(CLOCK[0])
+        return ()
+
+
+CLOCK = [0.0]
+
+
+def _handovers(pods: list[dict[str, Any] | None]) -> tuple[Handovers, list[tuple[str, bool]]]:
+    events: list[tuple[str, bool]] = []
+    reads = iter(pods)
+    last = [pods[-1]]
+
+    def get_pod(namespace: str, name: str) -> dict[str, Any] | None:
+        return next(reads, last[0])
+
+    kube = SimpleNamespace(get_pod=get_pod, event=lambda target, reason, message, warning=False:
+                           events.append((reason, warning)))
+    metrics = SimpleNamespace(handover_seconds=SimpleNamespace(labels=lambda *a: SimpleNamespace(
+        observe=lambda s: None)))
+    log = SimpleNamespace(info=lambda *a, **k: None, warning=lambda *a, **k: None)
+    ctx = SimpleNamespace(clock=lambda: CLOCK[0], kube=kube, metrics=metrics, log=log, effect=lambda n: None)
+
+    def sleep(seconds: float) -> None:
+        CLOCK[0] += seconds
+
+    return Handovers(ctx, sleep=sleep), events  # type: ignore[arg-type]
+
+
+def _leaving(plane: _Plane) -> Leaving:
+    return Leaving(plane, TOPO, {"zone1": "orch-"}, OLD, "pool-0", "play", "uid-0", [{}], ("play", "play"))  # type: ignore[arg-type]
+
+
+def test_multiorch_is_asked_only_after_the_old_primary_s_multipooler_exited() -> None:
+    CLOCK[0] = 0.0
+    plane = _Plane()
+    handovers, events = _handovers([_pod("uid-0", "running")] * 10 + [_pod("uid-0", "terminated")])
+    handovers._hurry(_leaving(plane))
+    assert plane.asked_at and plane.asked_at[0] >= 10 * 0.1 - 1e-9, plane.asked_at
+    assert events == [("PrimaryHandedOver", False)]
+
+
+def test_a_pod_already_gone_or_recreated_counts_as_exited() -> None:
+    for pods in ([None], [_pod("uid-1", "running")]):
+        CLOCK[0] = 0.0
+        plane = _Plane()
+        handovers, events = _handovers(pods)
+        handovers._hurry(_leaving(plane))
+        assert plane.asked_at[:1] == [0.0] and events == [("PrimaryHandedOver", False)]
