@@ -4,6 +4,7 @@ multigres_pools.ansible_operator_image writes, and it agrees with the pins and w
 from __future__ import annotations
 
 import yaml
+from ansible_collections.multigres.pools.plugins.module_utils import keys
 
 from multigres_pools import ansible_operator_image as image
 from multigres_pools.playground import ansible_operator
@@ -35,3 +36,5 @@ def test_watches_yaml_runs_the_playbook_the_image_copies_with_the_ansible_operat
     assert f"cp -r {image.COLLECTION}/playbooks {image.HOME}/playbooks" in image.containerfile(REPO)
     assert watch["vars"]["shard_ansible_operator"] is True
     assert watch["manageStatus"] is False and watch["watchDependentResources"] is True
+    # A deleted shard is run only with the module's own finalizer named here (the same playbook).
+    assert watch["finalizer"] == {"name": keys.FINALIZER_SHARD, "playbook": watch["playbook"]}
