@@ -12,12 +12,14 @@ multiorch still chooses the new primary and runs the election (Recruit, Propose,
 as it would after the grace; the agent only shortens the wait. If multiorch cannot be reached, the
 grace period ends it as before, and the agent says so.
 
-It asks only once the old primary's multipooler container has exited, which it does after stopping
-PostgreSQL: INELIGIBLE is announced before PostgreSQL stops, and a Recruit that stops the standbys'
-WAL receivers before the old primary's shutdown checkpoint reached them leaves the old primary with
-WAL the new one lacks. Restarted in recovery (standby.signal), such a server cannot follow the new
-timeline ("requested timeline N is not a child of this server's history") and v0.1.0 never rewinds
-a pooler whose PostgreSQL does not run: the pod stayed unready for good (seen on the real node).
+It asks only once no other pooler streams WAL any more (the old primary's walsenders end after its
+shutdown checkpoint was sent), or its pod is gone or its multipooler exited: INELIGIBLE is announced
+before PostgreSQL stops, and a Recruit that stops the standbys' WAL receivers before the old
+primary's shutdown checkpoint reached them leaves the old primary with WAL the new one lacks.
+Restarted in recovery (standby.signal), such a server cannot follow the new timeline ("requested
+timeline N is not a child of this server's history") and v0.1.0 never rewinds a pooler whose
+PostgreSQL does not run: the pod stayed unready for good (seen on the real node). The multipooler
+container alone is no signal: it exits only when its gRPC server stops, up to --onterm-timeout later.
 multiorch's own grace (4 s and more) always outlasted the stop, so this is the order it relies on.
 """
 
@@ -36,7 +38,7 @@ from .context import Context, NotLeader, Obj, ShardView
 from .kube import KubeUnavailable
 
 POLL_S = 0.25
-EXIT_POLL_S = 0.1  # while waiting for the old primary's multipooler to exit: one GET of its pod each time
+EXIT_POLL_S = 0.1  # while the old primary stops: one Status round and one GET of its pod each time
 # Past multiorch's own longest wait (4 s + 8 s of jitter) and an election's 60 s action timeout.
 GIVE_UP_S = 75.0
 
@@ -108,11 +110,12 @@ class Handovers:
         try:
             while ctx.clock() - started < GIVE_UP_S:
                 try:
-                    confirmed = leaving.plane.leadership(leaving.plane.list_poolers(leaving.topology)).confirmed
+                    leadership = leaving.plane.leadership(leaving.plane.list_poolers(leaving.topology))
+                    confirmed = leadership.confirmed
                     if confirmed is not None and confirmed.id != leaving.old:
                         self._done(leaving, confirmed.id, ctx.clock() - started, asked, last_error)
                         return
-                    stopped = stopped or self._pooler_exited(leaving)
+                    stopped = stopped or not (leadership.streaming - {leaving.old}) or self._pooler_exited(leaving)
                     if stopped:
                         asked += self._ask(leaving)
                 except DataPlaneError as exc:

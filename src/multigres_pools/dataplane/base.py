@@ -97,6 +97,9 @@ class Leadership:
     named: PoolerId | None
     writable: frozenset[PoolerId] = frozenset()
     in_recovery: frozenset[PoolerId] = frozenset()
+    # v0.1.0: the standbys whose WAL receiver streams now (pg_stat_wal_receiver.status); a primary's
+    # walsenders end, and its standbys stop streaming, only after its shutdown checkpoint was sent.
+    streaming: frozenset[PoolerId] = frozenset()
 
 
 @dataclass(frozen=True)

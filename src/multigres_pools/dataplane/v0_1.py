@@ -120,6 +120,9 @@ def _rule_number(response: mpd.StatusResponse) -> tuple[int, int]:
     return number.coordinator_term, number.leader_subterm
 
 
+WAL_RECEIVER_STREAMING = "streaming"  # pg_stat_wal_receiver.status while WAL flows from the primary
+
+
 def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Leadership:
     """multiorch's rule (StaleLeader: the highest coordinator term wins; a tie decides nothing) over
     the Status answers of a shard's poolers: the newest rule anyone reports names the leader, and that
@@ -130,7 +133,9 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     """
     writable = frozenset(p.id for p, r in answers if r.status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY)
     in_recovery = frozenset(p.id for p, r in answers if r.status.postgres_status == mpd.POSTGRES_STATUS_STANDBY)
-    unknown = Leadership(None, None, writable, in_recovery)
+    streaming = frozenset(p.id for p, r in answers
+                          if r.status.replication_status.wal_receiver_status == WAL_RECEIVER_STREAMING)
+    unknown = Leadership(None, None, writable, in_recovery, streaming)
     ruled = [(p, r) for p, r in answers if r.consensus_status.current_position.rule.HasField("leader_id")]
     if not ruled:
         return unknown
@@ -142,7 +147,7 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     leaders = [p for p, r in ruled if is_leader(r.consensus_status) and _rule_number(r)[0] == newest[0]
                and r.status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY]
     confirmed = leaders[0] if len(leaders) == 1 and leaders[0].id == named else None
-    return Leadership(confirmed, named, writable, in_recovery)
+    return Leadership(confirmed, named, writable, in_recovery, streaming)
 
 
 def pooler_status(ident: PoolerId, address: str, answer: mpd.StatusResponse | DataPlaneError) -> PoolerStatus:

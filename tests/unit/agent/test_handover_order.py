@@ -1,6 +1,7 @@
-"""The agent hurries multiorch only once the old primary's multipooler has exited (it stops PostgreSQL
-first): a Recruit before the old primary's shutdown checkpoint reached the standbys left it with WAL
-the new primary lacks, and it never rejoined (agent/handover.py)."""
+"""The agent hurries multiorch only once the old primary has stopped: no standby streams from it any
+more, or its pod is gone, or its multipooler exited. A Recruit before the old primary's shutdown
+checkpoint reached the standbys left it with WAL the new primary lacks, and it never rejoined
+(agent/handover.py)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ def _pod(uid: str, multipooler_state: str) -> dict[str, Any]:
 
 
 class _Plane:
-    """Elects NEW one poll after the first TriggerRecoveryNow."""
+    """Elects NEW one poll after the first TriggerRecoveryNow; NEW streams until `streams_until`."""
 
-    def __init__(self) -> None:
+    def __init__(self, streams_until: float = -1.0) -> None:
         self.asked_at: list[float] = []
         self.polls_after_ask = 0
+        self.streams_until = streams_until
 
     def list_poolers(self, topology: ShardTopology) -> list[Pooler]:
         return []
@@ -33,7 +35,9 @@ class _Plane:
         if self.asked_at:
             self.polls_after_ask += 1
         new = Pooler(NEW, None, "h", 1, "postgres", "default", "0-inf", "/k")
-        return Leadership(new if self.polls_after_ask > 1 else None, NEW if self.polls_after_ask > 1 else OLD)
+        streaming = frozenset({NEW}) if CLOCK[0] < self.streams_until else frozenset()
+        return Leadership(new if self.polls_after_ask > 1 else None, NEW if self.polls_after_ask > 1 else OLD,
+                          streaming=streaming)
 
     def orchestrators(self, topology: ShardTopology, names: dict[str, str]) -> list[Orchestrator]:
         return [Orchestrator("zone1", "orch-1", "h", 15370)]
@@ -71,19 +75,28 @@ def _leaving(plane: _Plane) -> Leaving:
     return Leaving(plane, TOPO, {"zone1": "orch-"}, OLD, "pool-0", "play", "uid-0", [{}], ("play", "play"))  # type: ignore[arg-type]
 
 
-def test_multiorch_is_asked_only_after_the_old_primary_s_multipooler_exited() -> None:
+def test_multiorch_is_asked_only_once_no_standby_streams_from_the_old_primary() -> None:
     CLOCK[0] = 0.0
-    plane = _Plane()
+    plane = _Plane(streams_until=0.65)
+    handovers, events = _handovers([_pod("uid-0", "running")])
+    handovers._hurry(_leaving(plane))
+    assert plane.asked_at and 0.65 <= plane.asked_at[0] < 0.65 + 0.1 + 1e-9, plane.asked_at
+    assert events == [("PrimaryHandedOver", False)]
+
+
+def test_or_once_the_old_primary_s_multipooler_exited() -> None:
+    CLOCK[0] = 0.0
+    plane = _Plane(streams_until=100.0)
     handovers, events = _handovers([_pod("uid-0", "running")] * 10 + [_pod("uid-0", "terminated")])
     handovers._hurry(_leaving(plane))
-    assert plane.asked_at and plane.asked_at[0] >= 10 * 0.1 - 1e-9, plane.asked_at
+    assert plane.asked_at and 1.0 - 1e-9 <= plane.asked_at[0] < 1.2, plane.asked_at
     assert events == [("PrimaryHandedOver", False)]
 
 
 def test_a_pod_already_gone_or_recreated_counts_as_exited() -> None:
     for pods in ([None], [_pod("uid-1", "running")]):
         CLOCK[0] = 0.0
-        plane = _Plane()
+        plane = _Plane(streams_until=100.0)
         handovers, events = _handovers(pods)
         handovers._hurry(_leaving(plane))
         assert plane.asked_at[:1] == [0.0] and events == [("PrimaryHandedOver", False)]

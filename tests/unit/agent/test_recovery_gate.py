@@ -67,3 +67,13 @@ def test_a_pod_the_gate_holds_makes_the_shard_degraded_with_its_message() -> Non
     assert st["phase"] == "Degraded"
     assert conds[keys.ShardCondition.WRITABLE_STANDBY]["status"] == "True"
     assert "zone1/b" in conds[keys.ShardCondition.WRITABLE_STANDBY]["message"]
+
+
+def test_the_round_says_which_standbys_stream() -> None:
+    streaming = answer("b", 3, 1, "a")
+    streaming.status.replication_status.wal_receiver_status = "streaming"
+    waiting = answer("c", 3, 1, "a")
+    waiting.status.replication_status.wal_receiver_status = "waiting"
+    got = pick_leadership([(pooler("a"), answer("a", 3, 1, "a", PRIMARY)), (pooler("b"), streaming),
+                           (pooler("c"), waiting)])
+    assert got.streaming == {B}
