@@ -50,8 +50,10 @@ from .etcd_topology import EtcdTopologyPlane
 MANAGER = "/multipoolermanager.MultiPoolerManager/"
 CONSENSUS = "/consensus.MultiPoolerConsensus/"
 ORCH = "/multiorch.MultiOrchService/"
-# One cycle polls every pooler (up to 0.5 s) and may run a whole election (Recruit, Propose, promote).
-TRIGGER_TIMEOUT_S = 15.0
+# One cycle polls every pooler (up to 0.5 s) and may run a whole election (Recruit, Propose, promote),
+# or wait on a pooler that is going away. The caller only needs the cycle started: it runs on in
+# multiorch when the call times out, and the agent's handover looks at the poolers again meanwhile.
+TRIGGER_TIMEOUT_S = 3.0
 
 _ROLES = {cm.PRIMARY: keys.Role.PRIMARY, cm.REPLICA: keys.Role.REPLICA, cm.DRAINED: keys.Role.DRAINED}
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
