@@ -147,7 +147,7 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     rule = next(r for _, r in ruled if _rule_number(r) == newest).consensus_status.current_position.rule
     named = _pid(rule.leader_id)
     leaders = [p for p, r in ruled if is_leader(r.consensus_status) and _rule_number(r)[0] == newest[0]
-               and r.status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY]
+               and p.id in writable]
     confirmed = leaders[0] if len(leaders) == 1 and leaders[0].id == named else None
     return Leadership(confirmed, named, writable, in_recovery, streaming)
 

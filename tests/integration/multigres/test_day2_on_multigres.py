@@ -344,7 +344,10 @@ def _remove_timelines_after(stack: MultigresStack, timeline: int) -> list[str]:
         for entry in archive.iterdir():
             head = entry.name[:8]
             if all(c in "0123456789ABCDEF" for c in head) and int(head, 16) > timeline:
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+                if entry.is_dir():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
                 removed.append(entry.name)
     return sorted(removed)
 
