@@ -13,6 +13,8 @@ command -v go >/dev/null || need_apt+=(golang-go)
 command -v openssl >/dev/null || need_apt+=(openssl)
 command -v lua5.4 >/dev/null || need_apt+=(lua5.4)  # runs the ArgoCD health check in tests
 command -v etcdctl >/dev/null || need_apt+=(etcd-client)  # docs/playground.md reads the topology with it
+command -v jq >/dev/null || need_apt+=(jq)  # docs/cli.md pipes `status -o json` into it
+command -v zsh >/dev/null || need_apt+=(zsh)  # tests load the zsh completion as docs/cli.md shows
 # make images: the OCI builder, the slim Debian bases, and the runtime its tests run the images on.
 command -v buildah >/dev/null || need_apt+=(buildah)
 command -v mmdebstrap >/dev/null || need_apt+=(mmdebstrap)

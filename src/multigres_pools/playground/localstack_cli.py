@@ -5,7 +5,8 @@
 
 `up` stays in the foreground until `down`, Ctrl-C or SIGTERM, then stops every process, network
 namespace and port it started and removes its work directory. The printed variables are also
-written to `<workdir>/env` (shell syntax) so another terminal can `source` them.
+written to `<workdir>/env` (shell syntax) so another terminal can `source` them; it also puts the
+stack's own kubectl and psql (the versions its API server and PostgreSQL run) first on PATH.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .realnode.preflight import NODES
 DEFAULT_WORKDIR = Path("/tmp/multigres-pools-localstack")
 PID_FILE = "localstack.pid"
 ENV_FILE = "env"
+BIN_DIR = "bin"  # links to the stack's kubectl and psql, first on the env file's PATH
 DOWN_NOTE_EVERY_S = 5.0
 
 
@@ -71,6 +73,33 @@ def _running_pid(workdir: Path) -> int | None:
     return pid
 
 
+def client_tools(bin_dir: Path) -> list[str]:
+    """Link the stack's kubectl (built with its API server) and PostgreSQL's psql into bin_dir: the
+    docs' commands then run as written on a machine that has neither. Returns the names linked."""
+    from . import node_binaries, toolchain
+
+    tools = {"kubectl": node_binaries.cached().get("kubectl")}
+    if (tool := toolchain.available()) is not None:
+        tools["psql"] = tool.postgres_bin / "psql"
+    linked = []
+    for name, target in tools.items():
+        if target is not None and os.access(target, os.X_OK):
+            bin_dir.mkdir(exist_ok=True)
+            (bin_dir / name).unlink(missing_ok=True)
+            (bin_dir / name).symlink_to(target)
+            linked.append(name)
+    return linked
+
+
+def write_env(workdir: Path, lines: dict[str, str]) -> str:
+    """`<workdir>/env`: the variables as exports, then the stack's client tools first on PATH."""
+    text = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in lines.items())
+    if client_tools(workdir / BIN_DIR):
+        text += f'export PATH={shlex.quote(str(workdir / BIN_DIR))}:"$PATH"\n'
+    (workdir / ENV_FILE).write_text(text)
+    return text
+
+
 def up(args: argparse.Namespace) -> int:
     from .multigres_stack import MultigresStack
 
@@ -109,8 +138,7 @@ def up(args: argparse.Namespace) -> int:
             if gateways:
                 lines["DATABASE_URL"] = stack.url(gateways[0]["status"]["podIP"], port=layout.MULTIGATEWAY_PG)
             lines["PRIMARY_URL"] = stack.url(primary.ip)
-        text = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in lines.items())
-        (args.workdir / ENV_FILE).write_text(text)
+        text = write_env(args.workdir, lines)
         print(text + f"# also in {args.workdir / ENV_FILE}; stop with Ctrl-C or "
               f"`multigres-pools localstack down --workdir {args.workdir}`", flush=True)
         stop.wait()
@@ -118,6 +146,7 @@ def up(args: argparse.Namespace) -> int:
     finally:
         stack.stop()
         shutil.rmtree(stack.workdir, ignore_errors=True)  # volumes, logs: a playground keeps nothing
+        shutil.rmtree(args.workdir / BIN_DIR, ignore_errors=True)
         for name in (ENV_FILE, PID_FILE):
             (args.workdir / name).unlink(missing_ok=True)
         with contextlib.suppress(OSError):

@@ -227,23 +227,30 @@ def test_trigger_recovery_replaces_a_resigned_primary_and_it_returns_in_recovery
                                                                                  healthy: Pooler) -> None:
     """Issue #24 on real v0.1.0. The agent's handover: after the primary's graceful stop (SIGTERM, as a
     pod deletion sends), TriggerRecoveryNow makes multiorch elect a new primary in the call instead of
-    after its failover grace. Then the old primary's data directory, given standby.signal (the pool
-    pod's standby-on-start init container), starts in recovery and rejoins as a standby: it is never
-    out of recovery beside the new primary."""
+    after its failover grace. The old primary's data directory gets standby.signal before SIGTERM, as
+    the pool pod's preStop writes it: multipooler's monitor may start PostgreSQL again between the
+    graceful stop and the process exit (seen in CI), and then it must come up in recovery. It rejoins
+    as a standby and is never out of recovery beside the new primary."""
     primary, topo = healthy, shard.topology()
     orchs = dp.orchestrators(topo, {cell: "" for cell in topo.cells})
     assert sorted(o.cell for o in orchs) == sorted(topo.cells) and all(o.hostname and o.grpc_port for o in orchs)
     assert dp.orchestrators(topo, {cell: "not-this-shard-" for cell in topo.cells}) == []
     assert "LeaderResigned" not in " ".join(dp.trigger_recovery(orchs[0]))  # a healthy shard: nothing to do
 
+    cell = shard.config["provisioner-config"]["cells"][primary.id.cell]
+    signal_file = Path(cell["pgctld"]["pooler-dir"]) / "pg_data" / "standby.signal"
+    assert not signal_file.exists()  # it runs as the primary
+    signal_file.touch()  # the preStop
+    os.chown(signal_file, shard.toolchain.uid, shard.toolchain.gid)
     started, asked = time.monotonic(), []
     shard.signal_pooler(primary.id.cell, signal.SIGTERM)
 
     def replaced() -> Pooler | None:
-        confirmed = dp.leadership(dp.list_poolers(topo)).confirmed
-        if confirmed is not None and confirmed.id != primary.id:
-            return confirmed
-        asked.append(dp.trigger_recovery(orchs[0]))
+        leadership = dp.leadership(dp.list_poolers(topo))
+        if leadership.confirmed is not None and leadership.confirmed.id != primary.id:
+            return leadership.confirmed
+        if not leadership.streaming:  # the agent's order: the old primary's shutdown checkpoint was sent
+            asked.append(dp.trigger_recovery(orchs[0]))
         return None
 
     new = eventually(replaced, timeout=60, what="another confirmed primary", interval=0.2)
@@ -251,11 +258,6 @@ def test_trigger_recovery_replaces_a_resigned_primary_and_it_returns_in_recovery
          time.monotonic() - started)
 
     shard.wait_pooler_gone(primary.id.cell)
-    cell = shard.config["provisioner-config"]["cells"][primary.id.cell]
-    signal_file = Path(cell["pgctld"]["pooler-dir"]) / "pg_data" / "standby.signal"
-    assert not signal_file.exists()  # it ran as the primary
-    signal_file.touch()
-    os.chown(signal_file, shard.toolchain.uid, shard.toolchain.gid)
     samples: list[str | None] = []
     sampling = threading.Event()
 

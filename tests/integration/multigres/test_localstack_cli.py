@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.localstack_cli import ENV_FILE
+from tests.helpers import doc_shell
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster]
 
@@ -33,6 +35,36 @@ def _exports(path: Path) -> dict[str, str]:
 def _netns_with(prefix_of: str) -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith(prefix_of)]
+
+
+def _run_the_docs_blocks(workdir: Path) -> None:
+    """docs/cli.md's status commands, then docs/playground.md's tour (its scale-down last), as written:
+    in a shell that has only the env file, a HOME whose kubeconfig has the `prod` context the docs
+    name, and the --watch redraw ended by Ctrl-C after a few seconds."""
+    home = workdir.parent / f"{workdir.name}-home"
+    (home / ".kube").mkdir(parents=True)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(home),
+           "LANG": "C.UTF-8"}
+    try:
+        kubeconfig = home / ".kube" / "config"
+        shutil.copy(_exports(workdir / ENV_FILE)["KUBECONFIG"], kubeconfig)
+        renamed = doc_shell.run(doc_shell.Block("setup", 0, "bash", f"source {workdir / ENV_FILE}\n"
+                                                "kubectl config rename-context \"$(kubectl config current-context "
+                                                f"--kubeconfig {kubeconfig})\" prod --kubeconfig {kubeconfig}\n"),
+                                env, home)
+        assert renamed.returncode == 0, renamed.stderr
+        healthy = doc_shell.Block("setup", 0, "bash", "multigres-pools status play -n play -o json | "
+                                                      "jq -e '.state == \"Healthy\"'\n")
+        wait_for(lambda: doc_shell.run(healthy, env, home).returncode == 0, 300, "status to say Healthy")
+        watch = "multigres-pools status play -n play --watch "
+        replace = {doc_shell.DEFAULT_WORKDIR: str(workdir), watch: f"timeout --preserve-status -s INT 5 {watch}"}
+        # cli.md's first: it wants a Healthy shard, and playground.md's tour ends in a scale-down.
+        for block in sorted(doc_shell.blocks_run_in(doc_shell.ON_LOCALSTACK), key=lambda b: b.page != "cli.md"):
+            done = doc_shell.run(block, env, home, replace=replace)
+            assert done.returncode == 0, f"{block.where()} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            assert "Traceback" not in done.stdout + done.stderr, block.where()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_up_prints_working_urls_and_down_cleans_everything(toolchain: object) -> None:
@@ -61,6 +93,7 @@ def test_up_prints_working_urls_and_down_cleans_everything(toolchain: object) ->
         assert topo_keys.returncode == 0 and "/multigres/global/databases/postgres" in topo_keys.stdout, topo_keys
         ours = set(_netns_with("")) - namespaces_before  # the pods' network namespaces
         assert len(ours) >= 5, ours  # three pool pods, multiorch, multigateway
+        _run_the_docs_blocks(workdir)
         again = subprocess.run(_cli("up", "--workdir", str(workdir)), capture_output=True, text=True, timeout=60)
         assert again.returncode == 2 and "already up" in again.stderr
 

@@ -11,6 +11,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,9 @@ from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from multigres_pools.images import catalog
 from multigres_pools.playground.localstack import reconciles_in, wait_for
+from multigres_pools.playground.localstack_cli import write_env
 from multigres_pools.playground.realnode.install import KubectlError, kubectl
+from tests.helpers import doc_shell
 from tests.integration.multigres.safety import (
     SHARD,
     STACK_TIMEOUT,
@@ -84,6 +87,18 @@ def test_bundle_and_pool_pods_run_as_their_image_users_under_the_restricted_prof
                                            "securityContext": {"privileged": True}}]}}
     with pytest.raises(KubectlError, match="violates PodSecurity \"restricted"):
         _apply_pod(watched, watched.stack.namespace, privileged)
+
+
+def test_the_playground_pages_real_node_block_runs_as_written(watched: Watched, tmp_path: Path) -> None:
+    """docs/playground.md's `--node real` block, against this module's stack: what `localstack up --node
+    real` starts (MultigresStack with node="real"), with the env file it writes."""
+    (block,) = doc_shell.blocks_run_in(doc_shell.ON_REAL_NODE)
+    write_env(tmp_path, {"KUBECONFIG": str(watched.stack.kubeconfig)})
+    replace = {block.key: "true  # the module's stack stands in", doc_shell.DEFAULT_WORKDIR: str(tmp_path)}
+    done = doc_shell.run(block, {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(tmp_path)}, tmp_path,
+                         replace=replace)
+    assert done.returncode == 0, f"{block.where()} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert keys.AGENT_COMPONENT in done.stdout and "networkpolicy.networking.k8s.io/" in done.stdout, done.stdout
 
 
 def _apply_pod(watched: Watched, namespace: str, pod: dict[str, Any]) -> None:
