@@ -198,6 +198,9 @@ def load_credentials(kubeconfig: str | None = None, context: str | None = None) 
     if not paths:
         if kubeconfig:
             raise ValueError(f"kubeconfig {kubeconfig} does not exist")
+        if env := os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG"):
+            name = "K8S_AUTH_KUBECONFIG" if os.environ.get("K8S_AUTH_KUBECONFIG") else "KUBECONFIG"
+            raise ValueError(f"{name}={env}: no such file; set it to a kubeconfig that exists, or unset it")
         return _in_cluster()
     doc = _merge_kubeconfigs(paths)
     where = os.pathsep.join(map(str, paths))

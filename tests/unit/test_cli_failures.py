@@ -144,6 +144,13 @@ def test_status_names_what_is_wrong_with_the_cluster_or_the_kubeconfig(configs, 
     assert says in _one_line(done)
 
 
+def test_status_names_a_kubeconfig_variable_that_points_nowhere(tmp_path, monkeypatch) -> None:
+    gone = tmp_path / "gone" / "kubeconfig"
+    monkeypatch.setenv("KUBECONFIG", str(gone))
+    done = run("status", "play", "-n", "play")
+    assert done.returncode == 2 and f"KUBECONFIG={gone}: no such file" in _one_line(done)
+
+
 def test_status_context_flag_names_a_context_that_does_not_exist(configs) -> None:
     done = run("status", "play", "--kubeconfig", str(configs["refused"]), "--context", "prod")
     assert done.returncode == 2 and "has no context named 'prod'" in _one_line(done)
