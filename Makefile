@@ -67,6 +67,7 @@ bench: setup
 	$(PY) -m bench.drain
 	$(PY) -m bench.reconcile
 	$(PY) -m bench.operator_loop
+	$(PY) -m bench.ansible_operator
 	$(PY) -m bench.multigres_shard
 	$(PY) -m bench.drain_v01
 	$(PY) -m bench.switchover

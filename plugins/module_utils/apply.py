@@ -132,8 +132,7 @@ class Applier:
         if ca is None:
             kept = {k: v for k, v in (renewal.ca_data or {}).items() if v is not None}
             notes = {k: v for k, v in renewal.ca_annotations.items() if v is not None}
-            ca = self.client.create(self._secret(gen.ca_secret, kept, gen, owners, notes),
-                                    field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
+            ca = self._create_secret(self._secret(gen.ca_secret, kept, gen, owners, notes))
         elif renewal.ca_data is not None or any(facts.annotations(ca).get(k) != v
                                                 for k, v in renewal.ca_annotations.items()):
             patch: Manifest = {"metadata": {"resourceVersion": facts.meta(ca).get("resourceVersion"),
@@ -154,12 +153,28 @@ class Applier:
         value = base64.b64encode(secrets.token_urlsafe(32).encode()).decode()
         secret = self._secret(gen.secret, {gen.key: value}, gen, body.get("ownerReferences") or [])
         try:
-            created = self.client.create(secret, field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
+            created = self._create_secret(secret)
         except KubeError as exc:
             if exc.status != 409:
                 raise
             return "done", "already exists", None
         return "done", "", secrets_metadata(created)
+
+    def _create_secret(self, secret: Manifest) -> Manifest:
+        """POST, then drop a repeated ownerReference: the operator-sdk Ansible Operator's proxy appends
+        the shard's to every object created through it, also to one that carries it already."""
+        created = self.client.create(secret, field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
+        owners = facts.meta(created).get("ownerReferences") or []
+        once: list[Manifest] = []
+        for owner in owners:  # the first of each uid: ours, which names the shard as controller
+            if all(o.get("uid") != owner.get("uid") for o in once):
+                once.append(owner)
+        if len(once) == len(owners):
+            return created
+        ops = [{"op": "test", "path": "/metadata/ownerReferences", "value": owners},
+               {"op": "replace", "path": "/metadata/ownerReferences", "value": once}]
+        return self.client.json_patch("v1", "Secret", self.namespace, facts.name(created), ops,
+                                      field_manager=keys.FIELD_MANAGER, dry_run=self.dry_run)
 
     def _unfinalize(self, action: Action, ns: str | None) -> tuple[str, str, Manifest | None]:
         name, finalizer = action.name, (action.body or {})["finalizer"]

@@ -7,7 +7,9 @@ Semantics (the same as controller-runtime's workqueue, plus deadlines and gates)
 - a shard is never processed by two workers at once; events that arrive while it runs mark it
   dirty and it runs once more after the current run;
 - a gate ("not before") holds a shard back after a failure (backoff) or an invalid spec; events
-  caused by the run itself respect the gate, and only a forced add (the spec changed) lifts it;
+  caused by the run itself respect the gate, and only a forced add (the spec changed) lifts it,
+  also when it came while the run that sets the gate was still going (that run read the old spec:
+  a user who fixes a refused spec at once must not wait for another change);
 - a forced add is also urgent: among due shards it goes first, so what a user just changed is not
   stuck behind a backlog of requeues and resyncs (spec change to first write stays short);
 - a background add (the periodic resync) goes last: among due shards, those queued only by a
@@ -36,6 +38,7 @@ class WorkQueue:
     _gate: dict[Key, float] = field(default_factory=dict)
     _urgent: set[Key] = field(default_factory=set)
     _background: set[Key] = field(default_factory=set)
+    _forced_while_running: set[Key] = field(default_factory=set)
 
     def add(self, key: Key, at: float, *, force: bool = False, background: bool = False) -> None:
         """Ask for `key` to run at `at` or earlier; `force` lifts a gate (the spec changed);
@@ -43,6 +46,8 @@ class WorkQueue:
         if force:
             self._gate.pop(key, None)
             self._urgent.add(key)
+            if key in self._processing:
+                self._forced_while_running.add(key)
         at = max(at, self._gate.get(key, -math.inf))
         pending = self._dirty if key in self._processing else self._due
         if background:
@@ -55,6 +60,8 @@ class WorkQueue:
 
     def gate(self, key: Key, until: float) -> None:
         """Hold `key` back until `until` (math.inf: until a forced add)."""
+        if key in self._forced_while_running:
+            return  # set by a run that read the spec before it changed: the change goes first
         self._gate[key] = until
         for pending in (self._due, self._dirty):
             if key in pending:
@@ -91,6 +98,7 @@ class WorkQueue:
     def done(self, key: Key) -> None:
         """The run of `key` finished; if it was marked dirty meanwhile, queue it again."""
         self._processing.discard(key)
+        self._forced_while_running.discard(key)
         if key in self._dirty:
             self.add(key, self._dirty.pop(key), background=key in self._background)
 
@@ -101,6 +109,7 @@ class WorkQueue:
         self._gate.pop(key, None)
         self._urgent.discard(key)
         self._background.discard(key)
+        self._forced_while_running.discard(key)
 
     def next_deadline(self, *, background: bool = True) -> float | None:
         finite = [at for key, at in self._due.items() if at != math.inf and self._eligible(key, background)]

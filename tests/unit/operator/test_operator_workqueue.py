@@ -79,6 +79,23 @@ def test_infinite_gate_is_lifted_only_by_a_forced_add() -> None:
     assert q.pop(now=2.0) == A
 
 
+def test_a_spec_change_during_the_run_that_finds_the_spec_invalid_is_not_gated() -> None:
+    """The user fixes a refused spec while the pass that refuses it still runs (seen with our operator:
+    the fix was never reconciled until the next spec change)."""
+    q = WorkQueue()
+    q.add(A, at=0)
+    assert q.pop(now=0) == A
+    q.add(A, at=1.0, force=True)  # the fix, while the pass that read the bad spec runs
+    q.gate(A, until=math.inf)  # that pass ends: invalid
+    q.done(A)
+    assert q.gated_until(A) is None
+    assert q.pop(now=1.0) == A
+    q.gate(A, until=math.inf)  # the next invalid pass without a change since: gated again
+    q.done(A)
+    q.add(A, at=2.0)
+    assert q.pop(now=1e9) is None
+
+
 def test_forget_drops_queue_dirty_and_gate() -> None:
     q = WorkQueue()
     q.add(A, at=0)
