@@ -37,6 +37,7 @@ class World(threading.Thread):
         self.kubelet = FakeKubelet(api_client)
         self.agent = FakeAgent(api_client, namespace)
         self.namespace, self.done, self.error = namespace, threading.Event(), None
+        self.drains_held = threading.Event()  # set: drains wait where they are (a slow drain)
 
     def run(self) -> None:
         while not self.done.wait(0.2):
@@ -45,7 +46,8 @@ class World(threading.Thread):
                 self.kubelet.bind_all_pvcs(self.namespace)
                 self.kubelet.mark_deployments_available(self.namespace)
                 self.agent.publish_roles()
-                self.agent.step()
+                if not self.drains_held.is_set():
+                    self.agent.step()
                 self.agent.complete_topology_cleanup(NAME)
             except Exception as exc:  # a write that raced the operator's: the next round retries
                 self.error = exc
@@ -70,6 +72,12 @@ def converged(client: KubeClient, namespace: str, replicas: int) -> bool:
     return (ready == "True" and status.get("observedGeneration") == cr["metadata"].get("generation")
             and len(pods) == replicas and all(not (p["metadata"].get("annotations") or {}).get(keys.ANN_DRAIN_STATE)
                                               for p in pods))
+
+
+def draining(client: KubeClient, namespace: str) -> list[str]:
+    """Pool pods with a drain state."""
+    return [p["metadata"]["name"] for p in client.list("v1", "Pod", namespace, POOL_PODS)
+            if (p["metadata"].get("annotations") or {}).get(keys.ANN_DRAIN_STATE)]
 
 
 def refused(client: KubeClient, namespace: str) -> str:

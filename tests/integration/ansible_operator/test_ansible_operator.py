@@ -13,18 +13,30 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from ansible_collections.multigres.pools.plugins.module_utils import keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
 from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import ENV_ALLOWED_IMAGES
 
 from multigres_pools.playground.localstack import install_crd
-from tests.helpers.operator_steps import ALLOWED_IMAGES, Steps, pool_pod_uids, world
+from tests.helpers.operator_steps import (
+    ALLOWED_IMAGES,
+    DEADLINE,
+    NAME,
+    Steps,
+    World,
+    converged,
+    draining,
+    pool_pod_uids,
+    world,
+)
+from tests.helpers.polling import eventually
 from tests.integration.ansible_operator.rig import AnsibleOperator, install, operator_python
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture
-def operator(kube, namespace, tmp_path) -> Iterator[AnsibleOperator]:  # type: ignore[no-untyped-def]
+def rig(kube, namespace, tmp_path) -> Iterator[tuple[AnsibleOperator, World]]:  # type: ignore[no-untyped-def]
     client = connect(str(kube.kubeconfig))
     install_crd(client)
     client.close()
@@ -33,8 +45,8 @@ def operator(kube, namespace, tmp_path) -> Iterator[AnsibleOperator]:  # type: i
     op.env[ENV_ALLOWED_IMAGES] = ALLOWED_IMAGES  # the deployment's env; the runs inherit it
     op.start()
     try:
-        with world(kube.api_client(), namespace):
-            yield op
+        with world(kube.api_client(), namespace) as w:
+            yield op, w
     finally:
         op.stop()
 
@@ -62,7 +74,8 @@ def failed_runs(log: str) -> list[str]:
                          r"|No module named|Error from event API|Traceback", line)]
 
 
-def test_create_scale_refuse_delete_a_pod_and_the_shard(kube, namespace, operator):  # type: ignore[no-untyped-def]
+def test_create_scale_refuse_delete_a_pod_and_the_shard(kube, namespace, rig):  # type: ignore[no-untyped-def]
+    operator, _ = rig
     client = connect(str(kube.kubeconfig))
     steps = Steps(client, namespace, lambda: f"--- ansible-operator log (tail) ---\n{operator.log()[-6000:]}")
     try:
@@ -100,5 +113,41 @@ def test_create_scale_refuse_delete_a_pod_and_the_shard(kube, namespace, operato
         assert operator.alive()
         print(f"ansible-operator steps (s), {runs(operator) - before} playbook runs: "
               + ", ".join(f"{k} {v:.1f}" for k, v in steps.seconds.items()))
+    finally:
+        client.close()
+
+
+def test_a_restart_mid_drain_and_a_deletion_mid_drain_end_cleanly(kube, namespace, rig):  # type: ignore[no-untyped-def]
+    """Issue #28's failures: the Ansible Operator restarted while a scale-down's drain waits on the
+    agent, then the MultigresShard deleted while another drain waits. Each ends converged (or gone)
+    with the drain walked to its end, never a pod deleted before the agent let it go."""
+    operator, w = rig
+    client = connect(str(kube.kubeconfig))
+    steps = Steps(client, namespace, lambda: f"--- ansible-operator log (tail) ---\n{operator.log()[-6000:]}")
+    try:
+        steps.create(3)
+        w.drains_held.set()
+        client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME,
+                           {"spec": {"pools": {"main": {"replicasPerCell": 2}}}}, field_manager="test")
+        (drained,) = eventually(lambda: draining(client, namespace), DEADLINE, "a drain requested", interval=0.1)
+        operator.stop()
+        assert len(pool_pod_uids(client, namespace)) == 3  # held: nothing deleted under the drain
+        mark = len(operator.log())
+        operator.start()
+        w.drains_held.clear()
+        eventually(lambda: converged(client, namespace, 2), DEADLINE, "converged after the restart", interval=0.1)
+        assert drained not in {p["metadata"]["name"] for p in client.list("v1", "Pod", namespace)}
+        assert failed_runs(operator.log()[mark:]) == [], "\n".join(failed_runs(operator.log()[mark:]))
+
+        w.drains_held.set()
+        client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME,
+                           {"spec": {"pools": {"main": {"replicasPerCell": 1}}}}, field_manager="test")
+        eventually(lambda: draining(client, namespace), DEADLINE, "a second drain requested", interval=0.1)
+        client.delete(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME)
+        w.drains_held.clear()
+        eventually(lambda: client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME) is None,
+                   DEADLINE, "the shard deleted mid-drain to go", interval=0.1)
+        assert failed_runs(operator.log()[mark:]) == [], "\n".join(failed_runs(operator.log()[mark:]))
+        assert operator.alive()
     finally:
         client.close()
