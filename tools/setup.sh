@@ -14,6 +14,7 @@ command -v openssl >/dev/null || need_apt+=(openssl)
 command -v lua5.4 >/dev/null || need_apt+=(lua5.4)  # runs the ArgoCD health check in tests
 command -v etcdctl >/dev/null || need_apt+=(etcd-client)  # docs/playground.md reads the topology with it
 command -v jq >/dev/null || need_apt+=(jq)  # docs/cli.md pipes `status -o json` into it
+[ -x /usr/lib/git-core/git-http-backend ] || need_apt+=(git)  # the Git server Flux pulls from in tests
 command -v zsh >/dev/null || need_apt+=(zsh)  # tests load the zsh completion as docs/cli.md shows
 # make images: the OCI builder, the slim Debian bases, and the runtime its tests run the images on.
 command -v buildah >/dev/null || need_apt+=(buildah)
@@ -77,6 +78,12 @@ fi
 # tests/integration/ansible_operator runs; once per machine, about 5 CPU-minutes cold.
 if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
   .venv/bin/python -m multigres_pools.playground.ansible_operator --ensure
+fi
+
+# Flux's source-controller and kustomize-controller (playground/flux_bin, from the Go module proxy)
+# that tests/integration/gitops runs against a real Git server; once per machine, 3-4 minutes cold.
+if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
+  .venv/bin/python -m multigres_pools.playground.flux --ensure
 fi
 
 # Multigres v0.1.0, PostgreSQL 17, pgBackRest, an unprivileged user and a UTF-8 locale for the

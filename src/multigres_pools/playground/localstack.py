@@ -62,13 +62,14 @@ class Process:
     log: Path
     popen: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    env: dict[str, str] = field(default_factory=dict)  # on top of child_env()
 
     def start(self) -> Process:
         with self.log.open("ab") as handle:
             handle.write(f"\n=== start #{self.starts + 1}: {' '.join(self.argv)}\n".encode())
             handle.flush()
-            self.popen = subprocess.Popen(self.argv, stdout=handle, stderr=subprocess.STDOUT, env=child_env(),
-                                          start_new_session=True)
+            self.popen = subprocess.Popen(self.argv, stdout=handle, stderr=subprocess.STDOUT,
+                                          env={**child_env(), **self.env}, start_new_session=True)
         reaper.spawned(self.popen, self.argv)
         self.starts += 1
         return self
