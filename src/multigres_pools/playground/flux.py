@@ -81,12 +81,13 @@ class Flux:
 
     def __init__(self, workdir: Path, kubeconfig: Path) -> None:
         self.workdir, self.kubeconfig = workdir, kubeconfig
+        self.storage_port = free_port()  # kept across restarts: the artifact URLs in the status name it
         self.processes: list[Process] = []
 
     def start(self) -> Flux:
         binaries = resolve()
         (self.workdir / "storage").mkdir(parents=True, exist_ok=True)  # source-controller wants it there
-        storage = free_port()
+        storage = self.storage_port
         env = {"KUBECONFIG": str(self.kubeconfig), "RUNTIME_NAMESPACE": NAMESPACE, "HOME": str(self.workdir)}
         common = ["--watch-all-namespaces=true", "--enable-leader-election=false", "--log-encoding=console",
                   "--events-addr="]

@@ -5,7 +5,8 @@ to it, judged by the Kustomization we ship (gitops/flux/shards.yaml: its healthC
 kstatus conditions). Our operator and agent run the shard on real Multigres v0.1.0 under a write
 load. The story: the commit creates the shard and the Kustomization turns Ready only once it
 serves; a commit the API server refuses shows as a failed Kustomization naming the field and
-changes nothing; a commit that scales down goes through our drain with nothing lost; a commit
+changes nothing; a commit that scales down goes through our drain with nothing lost, Flux restarted
+while the drain runs; a commit
 that removes the shard prunes it, and its deletion completes."""
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ RECONCILE_REQUESTED = "reconcile.fluxcd.io/requestedAt"  # what `flux reconcile`
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MultigresStack, WorkTree, KubeClient]]:
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MultigresStack, WorkTree, KubeClient, Flux]]:
     workdir = tmp_path_factory.mktemp("flux")
     stack = MultigresStack(workdir / "stack", progress=lambda line: print(line, flush=True))
     try:
@@ -62,7 +63,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MultigresSta
             kube.apply(_git_repository(git.url("platform")), "test", force=True)
             kube.apply(_shipped_kustomization(), "test", force=True)
             try:
-                yield stack, tree, kube
+                yield stack, tree, kube, flux
             finally:
                 print("--- kustomize-controller (tail) ---\n" + flux.log("kustomize-controller", 3000))
                 kube.close()
@@ -129,7 +130,7 @@ def _applied(kube: KubeClient, commit: str, ready: str, timeout: float = 600) ->
 
 
 def test_flux_applies_refuses_scales_down_and_prunes_a_shard_from_git(rig) -> None:  # type: ignore[no-untyped-def]
-    stack, tree, kube = rig
+    stack, tree, kube, flux = rig
     shard = stack.sample_shard(replicas=3)
     _render(tree, shard)
     commit = tree.commit({}, "the play shard, rendered")
@@ -187,6 +188,12 @@ def test_flux_applies_refuses_scales_down_and_prunes_a_shard_from_git(rig) -> No
         _render(tree, smaller)
         down = tree.commit({}, "scale the play shard to 2")
         started = time.monotonic()
+        _sync(kube)
+        # Flux restarted while our drain runs: its work was the apply; the drain goes on without it.
+        wait_for(lambda: any(keys.ANN_DRAIN_STATE in facts.annotations(p) for p in stack.pods()), 300,
+                 "the scale-down's drain to start", interval=0.2)
+        flux.stop()
+        flux.start()
         _sync(kube)
         _applied(kube, down, "True")
         print(f"[measured] scale-down commit -> Kustomization Ready: {time.monotonic() - started:.1f}s", flush=True)
