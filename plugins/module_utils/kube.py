@@ -182,12 +182,19 @@ def _legacy_loader(path: Path, context: str | None) -> Credentials:
     return Credentials(cfg.host, ca_data=ca, insecure=not cfg.verify_ssl, token=token or None)
 
 
+KUBECONFIG_VARIABLES = ("K8S_AUTH_KUBECONFIG", "KUBECONFIG")  # kubernetes.core's first, then kubectl's
+
+
+def _kubeconfig_variable() -> tuple[str, str] | None:
+    """The first of KUBECONFIG_VARIABLES that is set: (its name, its value)."""
+    return next(((name, value) for name in KUBECONFIG_VARIABLES if (value := os.environ.get(name))), None)
+
+
 def kubeconfig_paths(kubeconfig: str | None) -> list[Path]:
     if kubeconfig:
         return [Path(kubeconfig).expanduser()]
-    env = os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG")
-    if env:
-        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    if variable := _kubeconfig_variable():
+        return [Path(p).expanduser() for p in variable[1].split(os.pathsep) if p]
     default = Path.home() / ".kube" / "config"
     return [default] if default.exists() else []
 
@@ -198,9 +205,9 @@ def load_credentials(kubeconfig: str | None = None, context: str | None = None) 
     if not paths:
         if kubeconfig:
             raise ValueError(f"kubeconfig {kubeconfig} does not exist")
-        if env := os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG"):
-            name = "K8S_AUTH_KUBECONFIG" if os.environ.get("K8S_AUTH_KUBECONFIG") else "KUBECONFIG"
-            raise ValueError(f"{name}={env}: no such file; set it to a kubeconfig that exists, or unset it")
+        if variable := _kubeconfig_variable():
+            name, value = variable
+            raise ValueError(f"{name}={value}: no such file; set it to a kubeconfig that exists, or unset it")
         return _in_cluster()
     doc = _merge_kubeconfigs(paths)
     where = os.pathsep.join(map(str, paths))

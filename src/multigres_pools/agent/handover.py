@@ -18,8 +18,9 @@ before PostgreSQL stops, and a Recruit that stops the standbys' WAL receivers be
 primary's shutdown checkpoint reached them leaves the old primary with WAL the new one lacks.
 Restarted in recovery (standby.signal), such a server cannot follow the new timeline ("requested
 timeline N is not a child of this server's history") and v0.1.0 never rewinds a pooler whose
-PostgreSQL does not run: the pod stayed unready for good (seen on the real node). The multipooler
-container alone is no signal: it exits only when its gRPC server stops, up to --onterm-timeout later.
+PostgreSQL does not run: the pod stayed unready for good (seen on the real node). The multipooler's
+exit alone would be too late to wait for: it comes when its gRPC server stops, up to --onterm-timeout
+after PostgreSQL stopped.
 multiorch's own grace (4 s and more) always outlasted the stop, so this is the order it relies on.
 """
 

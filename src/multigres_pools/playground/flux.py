@@ -11,12 +11,9 @@ binaries; never a prebuilt download.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
-import time
-from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -25,9 +22,9 @@ import yaml
 from ansible_collections.multigres.pools.plugins.module_utils import facts
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
-from multigres_pools.playground.binaries import build_once
+from multigres_pools.playground import node_binaries
 from multigres_pools.playground.localstack import Process, free_port, wait_for
-from multigres_pools.playground.node_binaries import GoBuild, _build
+from multigres_pools.playground.node_binaries import GoBuild
 
 VERSION = "v1.9.3"
 SOURCE_DIR = Path(__file__).resolve().parent / "flux_bin"
@@ -40,9 +37,7 @@ NAMESPACE = "flux-system"
 
 def resolve() -> dict[str, Path]:
     """Each controller's binary, built first if missing (one at a time; they share Go's build cache)."""
-    for build in BUILDS:
-        build_once(build.missing, partial(_build, build))
-    return {b.binaries[0]: b.cache_dir() / b.binaries[0] for b in BUILDS}
+    return node_binaries.resolve(BUILDS)
 
 
 def crd_documents() -> list[dict[str, Any]]:
@@ -87,7 +82,6 @@ class Flux:
     def start(self) -> Flux:
         binaries = resolve()
         (self.workdir / "storage").mkdir(parents=True, exist_ok=True)  # source-controller wants it there
-        storage = self.storage_port
         env = {"KUBECONFIG": str(self.kubeconfig), "RUNTIME_NAMESPACE": NAMESPACE, "HOME": str(self.workdir)}
         common = ["--watch-all-namespaces=true", "--enable-leader-election=false", "--log-encoding=console",
                   "--events-addr="]
@@ -96,8 +90,8 @@ class Flux:
                                           f"--metrics-addr=127.0.0.1:{free_port()}",
                                           f"--health-addr=127.0.0.1:{free_port()}",
                                           f"--storage-path={self.workdir / 'storage'}",
-                                          f"--storage-addr=127.0.0.1:{storage}",
-                                          f"--storage-adv-addr=127.0.0.1:{storage}"],
+                                          f"--storage-addr=127.0.0.1:{self.storage_port}",
+                                          f"--storage-adv-addr=127.0.0.1:{self.storage_port}"],
                     self.workdir / "source-controller.log", env=env),
             Process("kustomize-controller", [str(binaries["kustomize-controller"]), *common,
                                              f"--metrics-addr=127.0.0.1:{free_port()}",
@@ -128,16 +122,7 @@ class Flux:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ensure", action="store_true", help="build the controllers if missing (default: only print)")
-    args = parser.parse_args()
-    started = time.monotonic()
-    paths = resolve() if args.ensure else {b.binaries[0]: b.cache_dir() / b.binaries[0] for b in BUILDS}
-    for name, path in paths.items():
-        print(f"{name}: {path}")
-    if args.ensure:
-        print(f"flux: ready in {time.monotonic() - started:.0f}s", flush=True)
-    return 0
+    return node_binaries.cli(BUILDS, __doc__)
 
 
 if __name__ == "__main__":

@@ -57,41 +57,47 @@ BUILDS = (
 NAMES = tuple(name for build in BUILDS for name in build.binaries)
 
 
-def _build(build: GoBuild) -> None:
-    target = build.cache_dir()
-    print(f"node_binaries: building {', '.join(build.binaries)} {build.version} into {target} "
-          f"(cold: {build.minutes} on 2 cores)", flush=True)
+def build(go: GoBuild) -> None:
+    target = go.cache_dir()
+    print(f"node_binaries: building {', '.join(go.binaries)} {go.version} into {target} "
+          f"(cold: {go.minutes} on 2 cores)", flush=True)
     started = time.monotonic()
-    go_build(build.source, build.package, build.binaries, target, build.ldflags)
-    print(f"node_binaries: {build.name} built in {time.monotonic() - started:.0f}s", flush=True)
+    go_build(go.source, go.package, go.binaries, target, go.ldflags)
+    print(f"node_binaries: {go.name} built in {time.monotonic() - started:.0f}s", flush=True)
 
 
-def cached() -> dict[str, Path]:
-    """The binaries that exist already in the cache; builds nothing."""
+def cached(builds: tuple[GoBuild, ...] | None = None) -> dict[str, Path]:
+    """The binaries of `builds` (default BUILDS) that exist already in the cache; builds nothing."""
     found: dict[str, Path] = {}
-    for build in BUILDS:
-        for name in build.binaries:
-            candidate = build.cache_dir() / name
+    for go in BUILDS if builds is None else builds:
+        for name in go.binaries:
+            candidate = go.cache_dir() / name
             if os.access(candidate, os.X_OK):
                 found[name] = candidate
     return found
 
 
-def resolve() -> dict[str, Path]:
-    """Return the path of each binary, building the missing ones (one Go directory at a time)."""
-    for build in BUILDS:
-        build_once(build.missing, partial(_build, build))
-    return cached()
+def resolve(builds: tuple[GoBuild, ...] | None = None) -> dict[str, Path]:
+    """Return the path of each binary of `builds` (default BUILDS), building the missing ones (one Go
+    directory at a time)."""
+    for go in BUILDS if builds is None else builds:
+        build_once(go.missing, partial(build, go))
+    return cached(builds)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def cli(builds: tuple[GoBuild, ...], description: str) -> int:
+    """`--ensure` builds what is missing; either way, print each binary's path."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ensure", action="store_true", help="build the binaries if missing (default: only print)")
     args = parser.parse_args()
-    paths = resolve() if args.ensure else {n: b.cache_dir() / n for b in BUILDS for n in b.binaries}
+    paths = resolve(builds) if args.ensure else {n: b.cache_dir() / n for b in builds for n in b.binaries}
     for name, path in paths.items():
         print(f"{name}: {path}")
     return 0
+
+
+def main() -> int:
+    return cli(BUILDS, __doc__)
 
 
 if __name__ == "__main__":

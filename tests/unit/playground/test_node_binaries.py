@@ -74,4 +74,4 @@ def test_missing_source_directory_is_named(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     build = GoBuild("gone", "v1", tmp_path / "nowhere", ".", ("gone",))
     with pytest.raises(SystemExit, match=r"has no go\.mod"):
-        node_binaries._build(build)
+        node_binaries.build(build)
