@@ -24,6 +24,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube import connec
 from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import ENV_ALLOWED_IMAGES, SpecPolicy
 
 from bench.context import print_context
+from multigres_pools.playground.cluster import Cluster
 from multigres_pools.playground.localstack import ensure_namespace, install_crd
 from tests.helpers.operator_steps import ALLOWED_IMAGES, Steps, world
 from tests.integration.ansible_operator.rig import AnsibleOperator, install, operator_python
@@ -32,38 +33,34 @@ from tests.integration.operator.rig import LiveOperator
 GOAL = 2.0  # the Ansible Operator's time over ours, per step
 
 
-def ours(kubeconfig: Path, namespace: str, root: Path) -> AbstractContextManager[None]:
-    @contextmanager
-    def running() -> Iterator[None]:
-        op = LiveOperator(kubeconfig, namespace, root, policy=SpecPolicy.of(images=[ALLOWED_IMAGES]))
-        try:
-            yield
-        finally:
-            op.stop()
-    return running()
+@contextmanager
+def ours(kubeconfig: Path, namespace: str, root: Path) -> Iterator[None]:
+    op = LiveOperator(kubeconfig, namespace, root, policy=SpecPolicy.of(images=[ALLOWED_IMAGES]))
+    try:
+        yield
+    finally:
+        op.stop()
 
 
-def ansible_operator(kubeconfig: Path, namespace: str, root: Path) -> AbstractContextManager[None]:
-    @contextmanager
-    def running() -> Iterator[None]:
-        python = operator_python()
-        op = AnsibleOperator(python, install(root, python), kubeconfig, namespace)
-        op.env[ENV_ALLOWED_IMAGES] = ALLOWED_IMAGES
-        op.start()
-        try:
-            yield
-        finally:
-            op.stop()
-    return running()
+@contextmanager
+def ansible_operator(kubeconfig: Path, namespace: str, root: Path) -> Iterator[None]:
+    python = operator_python()
+    op = AnsibleOperator(python, install(root, python), kubeconfig, namespace)
+    op.env[ENV_ALLOWED_IMAGES] = ALLOWED_IMAGES
+    op.start()
+    try:
+        yield
+    finally:
+        op.stop()
 
 
-def life(cluster: object, namespace: str, start: Callable[[Path, str, Path], AbstractContextManager[None]],
+def life(cluster: Cluster, namespace: str, start: Callable[[Path, str, Path], AbstractContextManager[None]],
          root: Path) -> dict[str, float]:
-    kube = connect(str(cluster.kubeconfig))  # type: ignore[attr-defined]
+    kube = connect(str(cluster.kubeconfig))
     try:
         ensure_namespace(kube, namespace)
         root.mkdir(parents=True)
-        with start(cluster.kubeconfig, namespace, root), world(cluster.api_client(), namespace):  # type: ignore[attr-defined]
+        with start(cluster.kubeconfig, namespace, root), world(cluster.api_client(), namespace):
             steps = Steps(kube, namespace)
             steps.create(3)
             steps.scale(4)
@@ -81,8 +78,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="lives per operator, alternating (default 2)")
     args = parser.parse_args()
-    from multigres_pools.playground.cluster import Cluster
-
     print_context()
     runs: dict[str, list[dict[str, float]]] = {"ours": [], "ansible-operator": []}
     with tempfile.TemporaryDirectory(prefix="bench-aop-") as tmp, Cluster(Path(tmp) / "cluster") as cluster:

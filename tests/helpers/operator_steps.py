@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
 from multigres_pools.playground.kubelet import FakeKubelet
@@ -36,7 +36,8 @@ class World(threading.Thread):
         super().__init__(daemon=True)
         self.kubelet = FakeKubelet(api_client)
         self.agent = FakeAgent(api_client, namespace)
-        self.namespace, self.done, self.error = namespace, threading.Event(), None
+        self.namespace, self.done = namespace, threading.Event()
+        self.error: Exception | None = None
         self.drains_held = threading.Event()  # set: drains wait where they are (a slow drain)
 
     def run(self) -> None:
@@ -64,26 +65,27 @@ def world(api_client: Any, namespace: str) -> Iterator[World]:
         w.join(10)
 
 
+def _shard(client: KubeClient, namespace: str) -> dict[str, Any]:
+    return client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME) or {}
+
+
 def converged(client: KubeClient, namespace: str, replicas: int) -> bool:
-    cr = client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME) or {}
-    status = cr.get("status") or {}
-    ready = {c.get("type"): c.get("status") for c in status.get("conditions") or []}.get("Ready")
-    pods = [p for p in client.list("v1", "Pod", namespace, POOL_PODS) if not p["metadata"].get("deletionTimestamp")]
-    return (ready == "True" and status.get("observedGeneration") == cr["metadata"].get("generation")
-            and len(pods) == replicas and all(not (p["metadata"].get("annotations") or {}).get(keys.ANN_DRAIN_STATE)
-                                              for p in pods))
+    cr = _shard(client, namespace)
+    pods = [p for p in client.list("v1", "Pod", namespace, POOL_PODS) if not facts.is_terminating(p)]
+    return (facts.condition_true(cr, "Ready")
+            and (cr.get("status") or {}).get("observedGeneration") == facts.meta(cr).get("generation")
+            and len(pods) == replicas and not any(facts.annotations(p).get(keys.ANN_DRAIN_STATE) for p in pods))
 
 
 def draining(client: KubeClient, namespace: str) -> list[str]:
     """Pool pods with a drain state."""
-    return [p["metadata"]["name"] for p in client.list("v1", "Pod", namespace, POOL_PODS)
-            if (p["metadata"].get("annotations") or {}).get(keys.ANN_DRAIN_STATE)]
+    return [facts.name(p) for p in client.list("v1", "Pod", namespace, POOL_PODS)
+            if facts.annotations(p).get(keys.ANN_DRAIN_STATE)]
 
 
-def refused(client: KubeClient, namespace: str) -> str:
-    """The message of ConfigurationValid=False, or ""."""
-    cr = client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME) or {}
-    cond = {c.get("type"): c for c in (cr.get("status") or {}).get("conditions") or []}.get("ConfigurationValid") or {}
+def refusal(cr: dict[str, Any]) -> str:
+    """The message of the shard's ConfigurationValid=False, or ""."""
+    cond = facts.condition(cr, "ConfigurationValid") or {}
     return str(cond.get("message") or "") if cond.get("status") == "False" else ""
 
 
@@ -125,7 +127,7 @@ class Steps:
     def refuse(self) -> None:
         """An image the policy does not allow (the CRD admits it): ConfigurationValid=False names it."""
         started = self._patch({"images": {"postgres": REFUSED_IMAGE}})
-        self._until("spec refused", lambda: refused(self.client, self.namespace).startswith(
+        self._until("spec refused", lambda: refusal(_shard(self.client, self.namespace)).startswith(
             f"spec.images.postgres: image '{REFUSED_IMAGE}' is not allowed"), started)
 
     def fix_refusal(self, replicas: int) -> None:

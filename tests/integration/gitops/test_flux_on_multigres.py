@@ -30,6 +30,7 @@ from multigres_pools.playground.flux import Flux
 from multigres_pools.playground.gitserver import GitServer, WorkTree
 from multigres_pools.playground.localstack import ensure_namespace, wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
+from tests.helpers.operator_steps import refusal
 from tests.integration.multigres.safety import (
     SHARD,
     STACK_TIMEOUT,
@@ -96,18 +97,8 @@ def _render(tree: WorkTree, shard: dict[str, Any]) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def refused_message(stack: MultigresStack) -> str:
-    """Our ConfigurationValid=False message, or ""."""
-    cond = next((c for c in shard_cr(stack)["status"].get("conditions") or [] if c["type"] == "ConfigurationValid"), {})
-    return str(cond.get("message") or "") if cond.get("status") == "False" else ""
-
-
 def _kustomization(kube: KubeClient) -> dict[str, Any]:
     return kube.get(*KUSTOMIZATION, flux_module.NAMESPACE, "multigres-shards") or {}
-
-
-def _ready(obj: dict[str, Any]) -> dict[str, Any]:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
 
 
 def _sync(kube: KubeClient) -> None:
@@ -122,7 +113,7 @@ def _applied(kube: KubeClient, commit: str, ready: str, timeout: float = 600) ->
     """Until the Kustomization reports `commit` and Ready=`ready`; its Ready condition then."""
     def done() -> dict[str, Any] | None:
         k = _kustomization(kube)
-        cond = _ready(k)
+        cond = facts.condition(k, "Ready") or {}
         attempted = (k.get("status") or {}).get("lastAttemptedRevision") or ""
         return cond if attempted.endswith(commit) and cond.get("status") == ready else None
 
@@ -141,8 +132,8 @@ def test_flux_applies_refuses_scales_down_and_prunes_a_shard_from_git(rig) -> No
           f"{created.get('reason')}: {created.get('message')}", flush=True)
     stack.wait_serving(SHARD, replicas=3, timeout=600)
     # Flux waited for our Ready (healthCheckExprs), not only for the apply.
-    ours = next(c for c in shard_cr(stack)["status"]["conditions"] if c["type"] == "Ready")
-    assert ours["status"] == "True" and created["lastTransitionTime"] >= ours["lastTransitionTime"], (created, ours)
+    ours = facts.condition(shard_cr(stack), "Ready") or {}
+    assert ours.get("status") == "True" and created["lastTransitionTime"] >= ours["lastTransitionTime"], (created, ours)
 
     watched = Watched(stack)
     watched.start()
@@ -174,7 +165,7 @@ def test_flux_applies_refuses_scales_down_and_prunes_a_shard_from_git(rig) -> No
         stalled = _applied(kube, hand, "False", timeout=300)
         print(f"[measured] operator-refused commit: {stalled.get('reason')}: {stalled.get('message')}", flush=True)
         assert stalled["reason"] == "HealthCheckFailed" and "MultigresShard/play/play" in stalled["message"], stalled
-        assert "61" in refused_message(stack), refused_message(stack)
+        assert "61" in refusal(shard_cr(stack)), refusal(shard_cr(stack))
         assert uids(stack) == pods
         _render(tree, shard)
         fixed = tree.commit({}, "the play shard, rendered again")
