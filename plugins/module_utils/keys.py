@@ -116,6 +116,13 @@ ANN_DRAIN_INELIGIBLE = "drain.multigres.com/made-ineligible"
 ANN_FENCED = "pools.multigres.com/fenced"
 # Set by the engine on the primary before it is drained in a rolling update.
 ANN_SWITCHOVER = "pools.multigres.com/switchover"
+# On the MultigresShard, set by a human: move the primary away now (plan_switchover.py). The value is
+# SWITCHOVER_ANY (multiorch picks the new primary among the synchronous standbys) or a pod name; the
+# engine removes it once it decided, and writes what it decided to ANN_SWITCHOVER_STATE (JSON, copied
+# to status.switchover).
+ANN_SWITCHOVER_REQUEST = "pools.multigres.com/switchover-request"
+ANN_SWITCHOVER_STATE = "pools.multigres.com/switchover-state"
+SWITCHOVER_ANY = "any"
 # On the MultigresShard: agent's backup verdict (JSON) and topology-cleanup handshake on delete.
 ANN_BACKUP_HEALTH = "pools.multigres.com/backup-health"
 ANN_TOPOLOGY_CLEANUP = "pools.multigres.com/topology-cleanup"
@@ -268,6 +275,7 @@ class DrainReason(StrEnum):
     DRAINED_DISCARD = "drained-discard"
     DECOMMISSION = "decommission"  # spec.pools.<pool>.decommission names the pod
     NODE_MAINTENANCE = "node-maintenance"  # its node is cordoned (kubectl drain): plan_maintenance.py
+    SWITCHOVER = "switchover"  # the primary, asked to move away (ANN_SWITCHOVER_REQUEST): plan_switchover.py
 
 
 class BackupType(StrEnum):

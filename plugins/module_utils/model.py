@@ -872,6 +872,21 @@ class BackupStatus(BaseModel):
     waiting: str | None = Field(None, description="Why a due or requested backup has not started yet.")
 
 
+class SwitchoverStatus(BaseModel):
+    """The engine's decision on the last switchover request and how far it got."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    request: str = Field(description=f"The value of {keys.ANN_SWITCHOVER_REQUEST}: {keys.SWITCHOVER_ANY!r} or a pod.")
+    decision: Literal["Accepted", "Refused"] = Field(description="What the engine decided.")
+    message: str = Field(description="Why it was refused, or what it does.")
+    at: str = Field(description="When it decided (RFC 3339).")
+    state: Literal["Refused", "InProgress", "Completed"] = Field(
+        description="Completed once the old primary's pod is gone and another pod is the PRIMARY.")
+    from_: str | None = Field(None, alias="from", description="The primary's pod when the request was accepted.")
+    primary: str | None = Field(None, description="The primary's pod once Completed.")
+
+
 class MultigresShardStatus(BaseModel):
     """What the engine and the agent report; unknown fields are kept so either can grow it."""
 
@@ -903,6 +918,9 @@ class MultigresShardStatus(BaseModel):
         None, alias="lastBackupType", description="pgBackRest type of that backup (full, diff or incr).")
     backup: BackupStatus | None = Field(
         None, description="Scheduled and requested base backups run by the agent (docs/operations.md, \"Backups\").")
+    switchover: SwitchoverStatus | None = Field(
+        None, description=f"The last request to move the primary away ({keys.ANN_SWITCHOVER_REQUEST}; "
+                          "docs/operations.md, \"Move the primary\").")
     pgbackrest_tls: PgBackRestTLSStatus | None = Field(
         None, alias="pgbackrestTLS",
         description="pgbackrestTLS.mode auto: the generated certificate and CA, when they expire and when the "

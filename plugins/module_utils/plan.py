@@ -3,7 +3,8 @@
 The rules live in small modules, each citing the seed sections it implements:
 plan_infra (shared objects), plan_pool (pods, data PVCs, drains per pool and cell), plan_drain
 (drain requests, victim choice, switchover), plan_rolling (spec-hash rolling update, shard-wide),
-plan_delete (shard deletion), plan_pause (the pause annotation). This module puts them together
+plan_maintenance (cordoned nodes), plan_switchover (the switchover request), plan_delete (shard
+deletion), plan_pause (the pause annotation). This module puts them together
 and checks the spec against what already exists (pools and cells are append-only, volumes only
 grow): any such error means no action at all.
 """
@@ -24,6 +25,7 @@ from .plan_maintenance import MaintenanceOutcome, plan_maintenance
 from .plan_pause import Pause, pause_of
 from .plan_pool import PoolOutcome, plan_pool
 from .plan_rolling import RollingOutcome, plan_rolling
+from .plan_switchover import SwitchoverOutcome, plan_switchover
 
 
 @dataclass
@@ -33,6 +35,7 @@ class Plan:
     pools: list[PoolOutcome] = field(default_factory=list)
     rolling: RollingOutcome = field(default_factory=RollingOutcome)
     maintenance: MaintenanceOutcome = field(default_factory=MaintenanceOutcome)
+    switchover: SwitchoverOutcome = field(default_factory=SwitchoverOutcome)
     waiting: list[str] = field(default_factory=list)
     requeue_after: float = 0.0
     deleting: bool = False
@@ -216,6 +219,8 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     found += maintenance.actions
     rolling = plan_rolling(ctx, outcomes, held_by="node maintenance" if maintenance.in_progress else None)
     found += rolling.actions
+    switchover = plan_switchover(ctx, outcomes, rolling, maintenance)
+    found += switchover.actions
     # A stalled node maintenance leads: it is the cause of what the pools wait for.
     waiting = (([maintenance.waiting] if maintenance.waiting else []) + [w for o in outcomes for w in o.waiting]
                + ([rolling.waiting] if rolling.waiting else []))
@@ -225,5 +230,6 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     if (rolling.in_progress and not rolling.deferred_for and not rolling.waits_for_window) or found \
             or maintenance.in_progress:
         requeues.append(REQUEUE_DRAIN)
-    return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, maintenance=maintenance, waiting=waiting,
+    return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, maintenance=maintenance,
+                switchover=switchover, waiting=waiting,
                 requeue_after=min(requeues) if requeues else 0.0, decommission_problems=decommission_problems(desired))

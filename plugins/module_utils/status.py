@@ -99,6 +99,23 @@ def _backup_state(cr: Manifest | None) -> Manifest:
     return {"backup": state} if state is not None else {}
 
 
+def _switchover(observed: Observed) -> Manifest:
+    """status.switchover: the engine's last decision on a switchover request (plan_switchover.py) and
+    how far it got: InProgress while the old primary's pod exists, Completed once another pod leads."""
+    state = facts.json_annotation(observed.cr, keys.ANN_SWITCHOVER_STATE)
+    if state is None:
+        return {}
+    out = {k: v for k, v in state.items() if k != "fromUid"}
+    if state.get("decision") == "Refused":
+        return {"switchover": out | {"state": "Refused"}}
+    leader = next((p for p in observed.pods if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY
+                   and not facts.is_terminating(p)), None)
+    old_there = any(facts.uid(p) == state.get("fromUid") for p in observed.pods)
+    done = leader is not None and not old_there and facts.uid(leader) != state.get("fromUid")
+    return {"switchover": out | {"state": "Completed" if done else "InProgress"}
+            | ({"primary": facts.name(leader)} if done and leader is not None else {})}
+
+
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
 
 
@@ -200,6 +217,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         "conditions": conditions,
         **backup_fields,
         **_backup_state(observed.cr),
+        **_switchover(observed),
     }
     roles = {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods if facts.labels(p).get(keys.LABEL_ROLE)}
     if roles:  # left out when empty: server-side apply turns a map emptied of its applied keys into null

@@ -9,7 +9,8 @@ shard as the next expects it):
 3. maintenance window closed: a scale-down waits and the condition says until when; open: it runs;
 4. pause: a spec change is withheld while status keeps being written; unpause: it proceeds;
 5. the primary's pod deleted while the agent, every multiorch or a standby's multipooler crashes: one
-   primary after each, never two writable;
+   primary after each, never two writable; then a switchover on request: a named pod and an unknown one
+   refused, `any` moves the primary;
 6. a standby promoted by hand: kept unready (the agent's readiness gate), the shard Degraded; recreated,
    it is back in recovery; once the timeline its promotion archived is removed from the repository,
    a decommission replaces it with a fresh standby.
@@ -45,6 +46,7 @@ from .safety import (
     assert_never_two_writable,
     assert_nothing_lost,
     assert_out_of_sync_set_when_deleted,
+    assert_primary_handed_over,
     converge,
     events_about,
     listed,
@@ -324,6 +326,67 @@ def test_a_primary_handover_interrupted_by_a_crash_still_ends_with_one_primary(w
         new = stack.wait_serving(SHARD, replicas=3, timeout=300)
         note(f"primary handover with a {fault} crash", f"{primary.pod} -> {new.pod}")
         watched.load.wait_for_acks(30, timeout=120)
+    assert_never_two_writable(watched)
+    assert_nothing_lost(watched)
+
+
+def _request_switchover(watched: Watched, value: str) -> dict[str, Any]:
+    """Annotate the MultigresShard as docs/operations.md ("Move the primary") says; the engine's decision
+    once it removed the request (status.switchover)."""
+    stack = watched.stack
+    before = (shard_cr(stack).get("status") or {}).get("switchover")
+    kube = stack.kube()
+    try:
+        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD,
+                         {"metadata": {"annotations": {keys.ANN_SWITCHOVER_REQUEST: value}}}, field_manager="test")
+    finally:
+        kube.close()
+
+    def decided() -> dict[str, Any] | None:
+        cr = shard_cr(stack)
+        shown = (cr.get("status") or {}).get("switchover")
+        pending = keys.ANN_SWITCHOVER_REQUEST in facts.annotations(cr)
+        return shown if shown and shown != before and not pending else None
+
+    return wait_for(decided, 120, f"the engine's decision on switchover-request={value}", interval=0.5)
+
+
+def test_a_switchover_on_request_moves_the_primary_and_refuses_what_it_cannot_do(watched: Watched) -> None:
+    """Issue #24, on demand: a named pod is refused on v0.1.0 (multiorch alone chooses) and an unknown
+    one too, with the primary untouched; `any` drains the primary for a switchover, another pooler
+    becomes the only primary (the agent hurried the election), the old pod comes back as a standby,
+    never two writable servers, nothing lost."""
+    stack = watched.stack
+    stack.wait_serving(SHARD, replicas=3, timeout=300)
+    primary = stack.primary()
+    assert primary is not None
+    standby = _standbys(watched)[0]
+    named = _request_switchover(watched, standby)
+    assert named["state"] == "Refused" and "cannot elect a chosen pod" in named["message"], named
+    unknown = _request_switchover(watched, "no-such-pod")
+    assert unknown["state"] == "Refused" and "'no-such-pod' is not a pod of this shard" in unknown["message"]
+    assert events_about(stack, "SwitchoverRefused", SHARD)
+    still = stack.primary()
+    assert still is not None and still.pod == primary.pod, "a refused request moved the primary"
+
+    uid = facts.uid(_pod(watched, primary.pod))
+    accepted = _request_switchover(watched, keys.SWITCHOVER_ANY)
+    assert accepted["decision"] == "Accepted" and accepted["from"] == primary.pod, accepted
+    wait_for(functools.partial(_recreated, watched, primary.pod, uid), 300, f"{primary.pod} recreated", interval=1)
+    new = stack.wait_serving(SHARD, replicas=3, timeout=300)
+    assert new.pod != primary.pod
+    requested = [e.get("message") or "" for e in events_about(stack, "DrainRequested", SHARD)]
+    assert any(primary.pod in m and keys.DrainReason.SWITCHOVER in m for m in requested), requested
+    assert_primary_handed_over(stack, primary.pod)
+
+    def completed() -> dict[str, Any] | None:
+        shown = (shard_cr(stack).get("status") or {}).get("switchover") or {}
+        return shown if shown.get("state") == "Completed" else None
+
+    done = wait_for(completed, 120, "status.switchover Completed", interval=1)
+    assert done["primary"] == new.pod, done
+    note("switchover on request", f"{primary.pod} -> {new.pod}")
+    watched.load.wait_for_acks(30, timeout=120)
     assert_never_two_writable(watched)
     assert_nothing_lost(watched)
 
