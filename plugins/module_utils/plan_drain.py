@@ -81,6 +81,14 @@ def drained_pvc_marks(view: PoolView) -> list[Action]:
     return out
 
 
+def switchover_blocked(pod: PodFacts) -> str | None:
+    """Why the agent will not let the primary go on a requested switchover, or None. Such a request
+    ends there, refused, rather than holding the shard's drains until someone notices (plan_switchover)."""
+    if pod.drain_reason != keys.DrainReason.SWITCHOVER or pod.drain_state != keys.DrainState.REQUESTED:
+        return None
+    return facts.annotations(pod.obj).get(keys.ANN_DRAIN_BLOCKED) or None
+
+
 def cancel_reason(view: PoolView, pod: PodFacts, cordoned: frozenset[str] = frozenset()) -> str | None:
     """Why a drain still in `requested` is no longer wanted, or None to keep it (contract §3.4a).
     Once `draining`, the agent has acted on the primary: never cancelled (seed 000)."""
@@ -99,6 +107,8 @@ def cancel_reason(view: PoolView, pod: PodFacts, cordoned: frozenset[str] = froz
         return f"it left spec.pools.{view.dp.pool}.decommission"
     elif pod.drain_reason == keys.DrainReason.NODE_MAINTENANCE and pod.node not in cordoned:
         return f"its node {pod.node} is schedulable again"
+    elif blocked := switchover_blocked(pod):
+        return f"the switchover was refused: the agent will not let the primary go ({blocked})"
     return None
 
 

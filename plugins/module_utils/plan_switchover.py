@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from . import actions, keys
+from . import actions, facts, keys
 from .actions import Action, Phase
 from .facts import PodFacts
 from .plan_context import Context, PoolView
-from .plan_drain import request_drain
+from .plan_drain import request_drain, switchover_blocked
 from .plan_maintenance import MaintenanceOutcome
 from .plan_pool import PoolOutcome
 from .plan_rolling import RollingOutcome
@@ -115,14 +115,33 @@ def _decided(ctx: Context, request: str, decision: str, message: str, primary: P
                          Phase.SHARD)
 
 
+def _given_up(ctx: Context, pods: list[PodFacts]) -> SwitchoverOutcome:
+    """An accepted switchover whose drain the agent blocks (the primary has no standby it may hand over
+    to: plan_drain.switchover_blocked) was cancelled by the pool's planner in this pass: say so."""
+    cr = ctx.observed.cr
+    for pod in pods:
+        blocked = switchover_blocked(pod)
+        if blocked is None or cr is None:
+            continue
+        state = facts.json_annotation(cr, keys.ANN_SWITCHOVER_STATE) or {}
+        why = f"the agent will not let the primary {pod.name} go: {blocked}; its drain was cancelled"
+        message = f"{keys.ANN_SWITCHOVER_REQUEST}={state.get('request', keys.SWITCHOVER_ANY)!r} refused: {why}"
+        return SwitchoverOutcome([_decided(ctx, str(state.get("request") or keys.SWITCHOVER_ANY), "Refused", why,
+                                           pod),
+                                  ctx.event(cr, "Warning", "SwitchoverRefused", message)], refused=why)
+    return SwitchoverOutcome()
+
+
 def plan_switchover(ctx: Context, outcomes: list[PoolOutcome], rolling: RollingOutcome,
                     maintenance: MaintenanceOutcome) -> SwitchoverOutcome:
     cr = ctx.observed.cr
+    pods = [(o.view, p) for o in outcomes for p in o.view.ordered()]
     raw = ((cr or {}).get("metadata") or {}).get("annotations", {}).get(keys.ANN_SWITCHOVER_REQUEST)
-    if cr is None or raw is None:
-        return SwitchoverOutcome()
+    given_up = _given_up(ctx, [p for _view, p in pods])
+    if cr is None or raw is None or given_up.actions:
+        return given_up  # a request made while the last one was being given up is answered by that
     request = raw.strip()
-    shard = Shard([(o.view, p) for o in outcomes for p in o.view.ordered()], _busy(outcomes, rolling, maintenance))
+    shard = Shard(pods, _busy(outcomes, rolling, maintenance))
     running = [p for _view, p in shard.pods if p.drain_reason == keys.DrainReason.SWITCHOVER
                and (p.in_drain or p.terminating)]
     if running:

@@ -7,6 +7,7 @@
     multigres-pools agent ... | operator ...             the long-running programs
     multigres-pools localstack up | down                 a shard on real Multigres v0.1.0 here
     multigres-pools status SHARD -n NS [-o json]         the incident screen of one shard
+    multigres-pools switchover SHARD -n NS               move the primary away now
     multigres-pools completion bash | zsh                shell completion script
 
 Errors go to stderr, each naming its source (file#document, field path), and nothing is written.
@@ -223,12 +224,14 @@ DELEGATES = {
     "operator": "multigres_pools.operator.__main__",
     "localstack": "multigres_pools.playground.localstack_cli",
     "status": "multigres_pools.report.command",
+    "switchover": "multigres_pools.switchover_command",
 }
 DELEGATE_HELP = {
     "agent": "run the agent",
     "operator": "run the operator",
     "localstack": "a shard on real Multigres v0.1.0 on this machine (up | down)",
     "status": "one screen for an incident: healthy or what is wrong, pods, replication, backups",
+    "switchover": "move the primary away now and wait until another pod is the primary",
 }
 
 

@@ -27,6 +27,7 @@ RUNS_IN: dict[tuple[str, str], str] = {
     ("cli.md", "multigres-pools status play -n play"): ON_LOCALSTACK,
     ("cli.md", "multigres-pools status play -n play -o json | jq -r '.pods[] | \"\\(.name) \\(.sync) "
                "\\(.lag_bytes)\"'"): ON_LOCALSTACK,
+    ("cli.md", "multigres-pools switchover play -n play"): ON_LOCALSTACK,
     ("cli.md", "source <(multigres-pools completion bash)"): ALONE,
     ("cli.md", "mkdir -p ~/.zfunc && fpath=(~/.zfunc $fpath)"): ALONE,
 }

@@ -138,8 +138,10 @@ def _one_line(done: subprocess.CompletedProcess[str]) -> str:
     ("missing", 2, "does not exist"),
     ("no-context", 2, "has no context named 'gone'"),
 ])
-def test_status_names_what_is_wrong_with_the_cluster_or_the_kubeconfig(configs, config, code, says) -> None:
-    done = run("status", "play", "-n", "play", "--kubeconfig", str(configs[config]))
+@pytest.mark.parametrize("command", ["status", "switchover"])
+def test_shard_commands_name_what_is_wrong_with_the_cluster_or_the_kubeconfig(configs, config, code, says,
+                                                                              command) -> None:
+    done = run(command, "play", "-n", "play", "--kubeconfig", str(configs[config]))
     assert done.returncode == code and done.stdout == ""
     assert says in _one_line(done)
 
@@ -176,6 +178,19 @@ def test_ctrl_c_ends_status_watch_quietly(configs) -> None:
 def test_watch_before_the_shard_name_takes_its_default_interval(configs) -> None:
     code, out = interrupted(["status", "--watch", "play", "--kubeconfig", str(configs["tls"])], "certificate")
     assert code == 0 and "not signed by the kubeconfig's certificate authority" in out
+
+
+# --- switchover -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("args", "says"), [
+    ([], "the following arguments are required: shard"),
+    (["play", "--to", " "], "--to: empty"),
+    (["play", "--timeout", "0"], "--timeout: 0 is not a positive number"),
+    (["play", "--timeout", "soon"], "invalid float value"),
+])
+def test_switchover_bad_arguments_are_usage_errors(args, says) -> None:
+    done = run("switchover", *args)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and last.startswith("multigres-pools switchover: error:") and says in last
 
 
 # --- render, install-bundle, completion, the command itself -----------------------------------------------

@@ -21,22 +21,20 @@ import datetime as dt
 import http.client
 import os
 import shutil
-import socket
-import ssl
 import sys
 import time
 
 from ansible_collections.multigres.pools.plugins.module_utils import facts
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, connect
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError
 
-from .. import cli_help
+from .. import cli_help, shard_command
 from ..podaddress import pod_address, pod_address_unless_resolvable
+from ..shard_command import EXIT_CONFIG, Failure, unreachable
 from . import as_json, colour, screen
 from .gather import gather
 from .model import Report
 
 PROG = "multigres-pools status"
-EXIT_FAILED, EXIT_CONFIG = 1, 2
 WATCH_DEFAULT_S = 2.0
 CLEAR = "\x1b[H\x1b[2J"
 
@@ -48,20 +46,9 @@ EXAMPLES = cli_help.examples(
     "NO_COLOR=1 multigres-pools status orders -n db            no colour (or --color never)")
 
 
-class Failure(Exception):
-    """The screen cannot be shown: one line for stderr, and the exit code."""
-
-    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
-        super().__init__(message)
-        self.message, self.code = message, code
-
-
 def parser() -> argparse.ArgumentParser:
     p = cli_help.parser(PROG, __doc__.split("\n\n")[0], EXAMPLES)
-    p.add_argument("shard", help="the MultigresShard's name")
-    p.add_argument("-n", "--namespace", default="default", help="its namespace (default %(default)s)")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    shard_command.add_arguments(p)
     p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="format (default %(default)s)")
     p.add_argument("-w", "--watch", nargs="?", type=float, const=WATCH_DEFAULT_S, metavar="SECONDS",
                    help=f"redraw every SECONDS (default {WATCH_DEFAULT_S:g}) until Ctrl-C; when stdout is not a "
@@ -92,16 +79,6 @@ def _number(text: str) -> bool:
     return True
 
 
-def _unreachable(server: str, exc: OSError, timeout: float) -> str:
-    why = ("nothing listens there" if isinstance(exc, ConnectionRefusedError)
-           else "the host name does not resolve here" if isinstance(exc, socket.gaierror)
-           else "its certificate is not signed by the kubeconfig's certificate authority"
-           if isinstance(exc, ssl.SSLCertVerificationError)
-           else f"no answer within {timeout:g} s" if isinstance(exc, TimeoutError) else "")
-    return (f"cannot reach the API server {server}: {exc}" + (f"; {why}" if why else "")
-            + " (is the cluster up, and is this the kubeconfig and context you meant?)")
-
-
 def _report(kube: KubeClient, args: argparse.Namespace) -> Report:
     address = pod_address if args.dial_pod_ips else pod_address_unless_resolvable
 
@@ -122,7 +99,7 @@ def _report(kube: KubeClient, args: argparse.Namespace) -> Report:
         raise Failure(f"the kubeconfig's server {kube.creds.server!r} is not a URL: {exc}", EXIT_CONFIG) from None
     except OSError as exc:  # refused, unknown host, TLS, timeout: the usual state of an old KUBECONFIG
         kube.close()  # the next --watch round starts on a fresh connection
-        raise Failure(_unreachable(kube.creds.server, exc, kube.timeout)) from None
+        raise Failure(unreachable(kube.creds.server, exc, kube.timeout)) from None
 
 
 def _width() -> int:
@@ -158,10 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(watch_argv(sys.argv[1:] if argv is None else argv))
     if args.watch is not None and not 0 < args.watch < float("inf"):
         p.error(f"--watch: {args.watch:g} is not a positive number of seconds")
-    try:
-        kube = connect(args.kubeconfig, args.context)
-    except Exception as exc:  # a missing or broken kubeconfig (or its exec plugin): say which, no traceback
-        print(f"{PROG}: cannot load the kubeconfig: {exc}", file=sys.stderr)
+    kube = shard_command.connected(PROG, args)
+    if kube is None:
         return EXIT_CONFIG
     paint = colour.Paint(colour.wanted(args.color, sys.stdout, os.environ))
     try:

@@ -37,8 +37,12 @@ def _netns_with(prefix_of: str) -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.startswith(prefix_of)]
 
 
+SWITCHOVER = "multigres-pools switchover"
+
+
 def _run_the_docs_blocks(workdir: Path) -> None:
-    """docs/cli.md's status commands, then docs/playground.md's tour (its scale-down last), as written:
+    """docs/cli.md's status commands, docs/playground.md's tour (its scale-down last), then cli.md's
+    switchover, as written:
     in a shell that has only the env file, a HOME whose kubeconfig has the `prod` context the docs
     name, and the --watch redraw ended by Ctrl-C after a few seconds."""
     home = workdir.parent / f"{workdir.name}-home"
@@ -56,10 +60,24 @@ def _run_the_docs_blocks(workdir: Path) -> None:
         healthy = doc_shell.Block("setup", 0, "bash", "multigres-pools status play -n play -o json | "
                                                       "jq -e '.state == \"Healthy\"'\n")
         wait_for(lambda: doc_shell.run(healthy, env, home).returncode == 0, 300, "status to say Healthy")
+        three = doc_shell.Block("setup", 0, "bash", f"source {workdir / ENV_FILE}\n"
+                                                    "kubectl patch mgs play -n play --type merge -p "
+                                                    "'{\"spec\":{\"pools\":{\"default\":{\"replicasPerCell\":3}}}}'\n")
+        serving_3 = doc_shell.Block("setup", 0, "bash", "multigres-pools status play -n play -o json | "
+                                                        "jq -e '.state == \"Healthy\" and (.pods | length) == 3'\n")
         watch = "multigres-pools status play -n play --watch "
         replace = {doc_shell.DEFAULT_WORKDIR: str(workdir), watch: f"timeout --preserve-status -s INT 5 {watch}"}
-        # cli.md's first: it wants a Healthy shard, and playground.md's tour ends in a scale-down.
-        for block in sorted(doc_shell.blocks_run_in(doc_shell.ON_LOCALSTACK), key=lambda b: b.page != "cli.md"):
+        # cli.md's status blocks first: they want a Healthy shard, and playground.md's tour ends in a
+        # scale-down to 2. The switchover last, on 3 pods again: it moves the primary away from the pod
+        # the tour's $PRIMARY_URL names, and with AT_LEAST_2 a primary of 2 pods has no standby it may
+        # hand over to (the agent refuses, docs/operations.md "Move the primary").
+        def order(block: doc_shell.Block) -> tuple[bool, bool]:
+            return block.key.startswith(SWITCHOVER), block.page != "cli.md"
+
+        for block in sorted(doc_shell.blocks_run_in(doc_shell.ON_LOCALSTACK), key=order):
+            if block.key.startswith(SWITCHOVER):
+                assert doc_shell.run(three, env, home).returncode == 0
+                wait_for(lambda: doc_shell.run(serving_3, env, home).returncode == 0, 300, "3 pods and Healthy")
             done = doc_shell.run(block, env, home, replace=replace)
             assert done.returncode == 0, f"{block.where()} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
             assert "Traceback" not in done.stdout + done.stderr, block.where()

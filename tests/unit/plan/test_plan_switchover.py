@@ -159,3 +159,28 @@ def test_status_shows_the_decision_and_how_far_it_got() -> None:
     seen = observed(pods, pvcs, cr=shard_cr(annotations={keys.ANN_SWITCHOVER_STATE: json.dumps(refused)}))
     assert status.compute(desired(dp), seen, plan(desired(dp), seen, NOW), stamp=STAMP)["switchover"]["state"] \
         == "Refused"
+
+
+def test_a_switchover_the_agent_blocks_is_cancelled_and_recorded_as_refused() -> None:
+    """A primary without a standby it may hand over to (the durability policy, no streaming synchronous
+    standby): the agent blocks the drain in `requested`; the engine cancels it and says why, so the
+    request does not hold every other drain of the shard."""
+    dp = desired_pool(replicas=2)
+    pods, pvcs = healthy(dp)
+    pods[0] = live_pod(dp, 0, role=keys.Role.PRIMARY, drain=keys.DrainState.REQUESTED, reason="switchover",
+                       switchover=STAMP)
+    pods[0]["metadata"]["annotations"][keys.ANN_DRAIN_BLOCKED] = "no-connected-sync-standby-for-failover"
+    accepted = {"request": "any", "decision": "Accepted", "message": "draining", "at": STAMP,
+                "from": _name(pods, 0), "fromUid": pods[0]["metadata"]["uid"]}
+    result = plan(desired(dp), observed(pods, pvcs, cr=shard_cr(annotations={
+        keys.ANN_SWITCHOVER_STATE: json.dumps(accepted)})), NOW)
+    assert "DrainCancelled" in events(result) and "SwitchoverRefused" in events(result)
+    cancel = next(a for a in result.actions if a.kind == "Pod" and a.verb == "patch")
+    assert cancel.body["metadata"]["annotations"][keys.ANN_DRAIN_STATE] is None
+    decided = _decision(result)
+    assert decided["decision"] == "Refused" and "no-connected-sync-standby-for-failover" in decided["message"]
+    assert decided["from"] == _name(pods, 0)
+    # Not blocked (yet): nothing is cancelled.
+    del pods[0]["metadata"]["annotations"][keys.ANN_DRAIN_BLOCKED]
+    waiting = plan(desired(dp), observed(pods, pvcs, cr=shard_cr()), NOW)
+    assert "DrainCancelled" not in events(waiting) and waiting.switchover.actions == []

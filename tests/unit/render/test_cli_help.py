@@ -15,7 +15,7 @@ from multigres_pools import completion
 from multigres_pools.version import version
 
 COMMANDS = ["render", "install-bundle", "completion", "agent", "operator", "localstack", "localstack up",
-            "localstack down", "status"]
+            "localstack down", "status", "switchover"]
 
 
 def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
