@@ -15,6 +15,7 @@ command -v lua5.4 >/dev/null || need_apt+=(lua5.4)  # runs the ArgoCD health che
 command -v etcdctl >/dev/null || need_apt+=(etcd-client)  # docs/playground.md reads the topology with it
 command -v jq >/dev/null || need_apt+=(jq)  # docs/cli.md pipes `status -o json` into it
 [ -x /usr/lib/git-core/git-http-backend ] || need_apt+=(git)  # the Git server Flux pulls from in tests
+command -v redis-server >/dev/null || need_apt+=(redis-server)  # ArgoCD's cache in tests/integration/gitops
 command -v zsh >/dev/null || need_apt+=(zsh)  # tests load the zsh completion as docs/cli.md shows
 # make images: the OCI builder, the slim Debian bases, and the runtime its tests run the images on.
 command -v buildah >/dev/null || need_apt+=(buildah)
@@ -84,6 +85,13 @@ fi
 # that tests/integration/gitops runs against a real Git server; once per machine, 3-4 minutes cold.
 if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
   .venv/bin/python -m multigres_pools.playground.flux --ensure
+fi
+
+# ArgoCD v3.6.1 (playground/argocd_bin: one binary for the application controller, the repo server
+# and the cmp-server) for the same tests; built with the Go 1.27.3 toolchain from the Go module proxy
+# (GOTOOLCHAIN is set for that build only); once per machine, about 12 minutes cold on 2 busy cores.
+if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
+  .venv/bin/python -m multigres_pools.playground.argocd --ensure
 fi
 
 # Multigres v0.1.0, PostgreSQL 17, pgBackRest, an unprivileged user and a UTF-8 locale for the
