@@ -2,7 +2,8 @@
 goes, the backup repository (the shard's backup PVC) stays. The operator recreates the pods on empty
 volumes; the shard must come back from the repository with every row acknowledged before the last
 backup, and every row acknowledged before the last archived WAL segment. Prints the RPO (rows and
-seconds of acknowledged writes that did not come back) and the RTO (loss to the first new write)."""
+seconds of acknowledged writes that did not come back) and the RTO (loss to the first new write).
+Then the same loss with the repository emptied as well: what v0.1.0 does then (a new, empty shard)."""
 
 from __future__ import annotations
 
@@ -118,18 +119,20 @@ def _archiver(watched: Watched) -> dict[str, Any]:
                      "seconds since the last archive"), row, strict=True))
 
 
-def _lose_everything(watched: Watched) -> float:
+def _lose_everything(watched: Watched, repository_too: bool = False) -> float:
     """Every pool pod (deleted with no grace, as a lost node) and every data PVC, its volume's data
     too; the backup PVC stays. The operator is stopped meanwhile so that it recreates nothing from a
-    half-deleted state; the agent runs on (it unregisters each deleted pod's pooler). Returns when
+    half-deleted state; the agent runs on (it unregisters each deleted pod's pooler). With
+    `repository_too`, the backup PVC's content goes as well (the claim stays). Returns when
     (monotonic) the last pod and claim were gone."""
     stack = watched.stack
     assert stack.operator is not None and stack.kubelet is not None
     stack.operator.kill()
     kube = stack.kube()
     try:
-        claims = [facts.name(c) for c in kube.list("v1", "PersistentVolumeClaim", stack.namespace)
-                  if facts.name(c).startswith("data-")]
+        every = [facts.name(c) for c in kube.list("v1", "PersistentVolumeClaim", stack.namespace)]
+        claims = [c for c in every if c.startswith("data-")]
+        backup = [c for c in every if c.startswith("backup-data-")]
         assert len(claims) == REPLICAS, claims
         for claim in claims:
             kube.delete("v1", "PersistentVolumeClaim", stack.namespace, claim)
@@ -144,6 +147,12 @@ def _lose_everything(watched: Watched) -> float:
         kube.close()
     for claim in claims:  # the process kubelet keeps a claim's directory; a lost volume does not
         shutil.rmtree(stack.kubelet.pvc_path(stack.namespace, claim))
+    for claim in backup if repository_too else []:
+        for entry in stack.kubelet.pvc_path(stack.namespace, claim).iterdir():
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
     stack.operator.start()
     return gone
 
@@ -232,3 +241,28 @@ def test_total_loss_brings_the_shard_back_from_the_backup_repository(watched: Wa
                        "recruited at LSN": recruited, "segment archived on purpose": segment})
     assert set(before_backup) <= present, "a row acknowledged before the backup did not come back"
     assert set(before_segment) <= present, f"a row acknowledged before segment {segment} was archived is missing"
+
+
+def test_total_loss_with_an_empty_repository_comes_back_ready_and_empty(watched: Watched) -> None:
+    """The same loss with the repository emptied too (a wrong or new backup location). v0.1.0 takes
+    this for a new shard: initdb, a first backup, every pod restores it, ShardInit elects a primary,
+    and the shard serves again without a single earlier row. What a guard (issue #25) must stop."""
+    stack, load = watched.stack, watched.load
+    load.wait_for_acks(5, timeout=120)
+    acked = list(load.acked)
+    lost_at = time.monotonic()
+    gone_at = _lose_everything(watched, repository_too=True)
+    try:
+        stack.wait_serving(SHARD, replicas=REPLICAS, timeout=240)
+        load.wait_for_acks(20, timeout=120)
+    except (TimeoutError, AssertionError) as exc:
+        note("no shard after an empty repository; evidence", _telling(_logs(watched)))
+        raise AssertionError(f"after total loss with an empty repository: {exc}") from exc
+    back = next(t for t in list(load.ack_times) if t > gone_at) - lost_at
+    logs = _logs(watched)
+    bootstrapped = [pod for pod, log in logs.items() if "no backup found, attempting to create one" in log]
+    present = _present(watched, acked)
+    note("empty repository", {"acknowledged before the loss": len(acked), "back": len(present),
+                              "serving again after (s)": round(back, 1), "took the first-backup path": bootstrapped})
+    assert bootstrapped, _telling(logs)
+    assert present == set(), "an earlier row came back from an emptied repository?"
