@@ -28,17 +28,8 @@ from multigres_pools.playground.argocd import ArgoCD
 from multigres_pools.playground.gitserver import GitServer, WorkTree
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
-from tests.integration.multigres.safety import (
-    SHARD,
-    STACK_TIMEOUT,
-    Watched,
-    app_names,
-    assert_nothing_lost,
-    assert_out_of_sync_set_when_deleted,
-    no_record_left,
-    shard_cr,
-    uids,
-)
+from tests.integration.gitops.story import scale_down_through_the_drain
+from tests.integration.multigres.safety import SHARD, STACK_TIMEOUT, Watched, shard_cr
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 GITOPS = Path(__file__).resolve().parents[3] / "gitops" / "argocd"
@@ -182,27 +173,19 @@ def test_argocd_renders_refuses_scales_down_and_deletes_a_shard_from_git(rig) ->
         _synced(kube, stack, fixed)
 
         # A commit that scales down: our drain, one standby at a time, nothing lost.
-        names, before = dict(app_names(stack)), uids(stack)
-        smaller = copy.deepcopy(shard)
-        smaller["spec"]["pools"]["default"]["replicasPerCell"] = 2
-        down = tree.commit({VARS: _vars(smaller)}, "scale the play shard to 2")
-        started = time.monotonic()
-        _refresh(kube)
-        # ArgoCD restarted while our drain runs: its work was the apply; the drain goes on without it.
-        wait_for(lambda: any(keys.ANN_DRAIN_STATE in facts.annotations(p) for p in stack.pods()), 300,
-                 "the scale-down's drain to start", interval=0.2)
-        argocd.stop()
-        argocd.start()
-        _refresh(kube)
-        _synced(kube, stack, down)
-        print(f"[measured] scale-down commit -> Application Synced and Healthy: {time.monotonic() - started:.1f}s",
-              flush=True)
-        stack.wait_serving(SHARD, replicas=2, timeout=600)
-        removed = [uid for uid in before if uid not in uids(stack)]
-        assert len(removed) == 1, removed
-        assert_out_of_sync_set_when_deleted(watched, names, removed)
-        no_record_left(stack, [before[uid] for uid in removed])
-        assert_nothing_lost(watched)
+        def commit(spec: dict[str, Any]) -> str:
+            down = tree.commit({VARS: _vars(spec)}, "scale the play shard to 2")
+            _refresh(kube)
+            return down
+
+        def restart() -> None:
+            argocd.stop()
+            argocd.start()
+            _refresh(kube)
+
+        took = scale_down_through_the_drain(stack, watched, shard, commit, restart,
+                                            lambda down: _synced(kube, stack, down))
+        print(f"[measured] scale-down commit -> Application Synced and Healthy: {took:.1f}s", flush=True)
     finally:
         watched.stop()
 
