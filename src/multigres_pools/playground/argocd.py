@@ -170,10 +170,14 @@ class ArgoCD:
                     # the in-cluster destination from the kubeconfig instead of a pod's service account
                     env={**env, "ARGOCD_FAKE_IN_CLUSTER": "true", "KUBECONFIG": str(self.kubeconfig)}),
         ]
-        for process in self.processes:
-            process.start()
-        wait_for(self._healthy, 120, "ArgoCD's processes",
-                 last_seen=lambda: " | ".join(f"{p.name}: {p.tail(300)}" for p in self.processes))
+        try:
+            for process in self.processes:
+                process.start()
+            wait_for(self._healthy, 120, "ArgoCD's processes",
+                     last_seen=lambda: " | ".join(f"{p.name}: {p.tail(300)}" for p in self.processes))
+        except BaseException:
+            self.stop()  # `with` calls no __exit__ when __enter__ raises: the started ones would linger
+            raise
         return self
 
     def _healthy(self) -> bool:
