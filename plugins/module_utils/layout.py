@@ -29,9 +29,11 @@ STANDBY_SIGNAL = "standby.signal"  # in PGDATA: PostgreSQL starts in recovery wh
 SOCKET_DIR = "/var/run/postgresql"
 PGCTLD_CONFIG_DIR = "/etc/pgctld"
 PG_HBA_KEY = "pg_hba_template.conf"
-PG_CONFIG_TEMPLATE_DIR = f"{PGCTLD_CONFIG_DIR}/postgres"
+# Beside /etc/pgctld, not inside it: that is the read-only pg_hba ConfigMap volume, where no mount
+# point can be made (runc and the process kubelet alike fail with EROFS, as these once did).
+PG_CONFIG_TEMPLATE_DIR = "/etc/pgctld-postgres"
 PG_CONFIG_TEMPLATE_FILE = "postgresql.conf.tmpl"
-PG_EXTRA_CONFIG_DIR = f"{PGCTLD_CONFIG_DIR}/postgres-config"
+PG_EXTRA_CONFIG_DIR = "/etc/pgctld-postgres-config"
 PG_EXTRA_CONFIG_KEY = "postgresql.conf"
 CERT_DIR = "/certs/pgbackrest"
 # spec.security.grpcTLS: the user's Secret (tls.crt, tls.key, ca.crt, the kubernetes.io/tls names).

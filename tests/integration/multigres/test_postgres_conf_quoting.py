@@ -50,7 +50,7 @@ def data_dir(toolchain: Toolchain) -> Iterator[Path]:
         assert done.returncode == 0, done.stdout + done.stderr
         fragment = render_context.postgres_config_text(model.load_spec(corpus.spec({"postgresConfig": HOSTILE})))
         with (data / "postgresql.conf").open("a") as conf:
-            conf.write(f"\n## /etc/pgctld/postgres-config/postgresql.conf\n{fragment}")
+            conf.write(f"\n## /etc/pgctld-postgres-config/postgresql.conf\n{fragment}")
         yield data
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

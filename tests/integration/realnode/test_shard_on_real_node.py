@@ -47,10 +47,18 @@ from tests.integration.multigres.safety import (
 pytestmark = [pytest.mark.realnode, pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
 
+def _shard(stack: Any) -> dict[str, Any]:
+    """The sample shard with spec.postgresConfig: its ConfigMap volume must mount under runc (it once
+    sat inside the read-only pg_hba volume, where no mount point can be made)."""
+    doc: dict[str, Any] = stack.sample_shard(replicas=3)
+    doc["spec"]["postgresConfig"] = {"log_min_duration_statement": "10s"}
+    return doc
+
+
 @pytest.fixture(scope="module")
 def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
-    with watched_stack(tmp_path_factory.mktemp("realnode"), lambda stack: stack.sample_shard(replicas=3),
-                       replicas=3, through_gateway=True, node="real") as w:
+    with watched_stack(tmp_path_factory.mktemp("realnode"), _shard, replicas=3, through_gateway=True,
+                       node="real") as w:
         yield w
 
 

@@ -145,14 +145,14 @@ def test_pgctld_args_golden_with_and_without_the_optional_config():
     full = _render({"postgresConfigRef": {"name": "tmpl"}, "postgresConfig": {"work_mem": "8MB"},
                     "initdbArgs": "--data-checksums", "logLevels": {"pgctld": "debug"}})
     pgctld = _container(full.pools[0].pod(0)["spec"], "postgres")
-    assert "--postgres-config-template=/etc/pgctld/postgres/postgresql.conf.tmpl" in pgctld["args"]
+    assert "--postgres-config-template=/etc/pgctld-postgres/postgresql.conf.tmpl" in pgctld["args"]
     assert "--log-level=debug" in pgctld["args"]
     env = {e["name"]: e.get("value") for e in pgctld["env"]}
-    assert env["POSTGRES_INITDB_EXTRA_CONF"] == "/etc/pgctld/postgres-config/postgresql.conf"
+    assert env["POSTGRES_INITDB_EXTRA_CONF"] == "/etc/pgctld-postgres-config/postgresql.conf"
     assert env["POSTGRES_INITDB_ARGS"] == "--data-checksums"
     mounts = {m["name"]: m["mountPath"] for m in pgctld["volumeMounts"]}
-    assert mounts["postgres-config-template"] == "/etc/pgctld/postgres" and mounts["postgres-config"] == \
-        "/etc/pgctld/postgres-config"
+    assert mounts["postgres-config-template"] == "/etc/pgctld-postgres" and mounts["postgres-config"] == \
+        "/etc/pgctld-postgres-config"
 
 
 def test_pgctld_and_multipooler_agree_on_the_shared_settings():
