@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from . import actions, facts, keys
 from .actions import Action, Phase
 from .facts import PodFacts
-from .plan_context import Context, PoolView
+from .plan_context import Context, Manifest, PoolView
 from .plan_drain import request_drain, switchover_blocked
 from .plan_maintenance import MaintenanceOutcome
 from .plan_pool import PoolOutcome
@@ -103,15 +103,15 @@ def _refusal(request: str, shard: Shard) -> str | None:
     return f"no standby can take over ({why or 'the shard has no other pod'})"
 
 
-def _decided(ctx: Context, request: str, decision: str, message: str, primary: PodFacts | None) -> Action:
+def _decided(ctx: Context, cr: Manifest, request: str, decision: str, message: str,
+             primary: PodFacts | None) -> Action:
     """Remove the request and record the decision in one conditional patch of the MultigresShard."""
-    assert ctx.observed.cr is not None
     state: dict[str, str | None] = {"request": request, "decision": decision, "message": message, "at": ctx.stamp}
     if primary is not None:
         state |= {"from": primary.name, "fromUid": primary.uid}
     body = {"metadata": {"annotations": {keys.ANN_SWITCHOVER_REQUEST: None,
                                          keys.ANN_SWITCHOVER_STATE: json.dumps(state, sort_keys=True)}}}
-    return actions.patch(ctx.observed.cr, body, f"switchover request {request!r}: {decision.lower()}: {message}",
+    return actions.patch(cr, body, f"switchover request {request!r}: {decision.lower()}: {message}",
                          Phase.SHARD)
 
 
@@ -125,9 +125,9 @@ def _given_up(ctx: Context, pods: list[PodFacts]) -> SwitchoverOutcome:
             continue
         state = facts.json_annotation(cr, keys.ANN_SWITCHOVER_STATE) or {}
         why = f"the agent will not let the primary {pod.name} go: {blocked}; its drain was cancelled"
-        message = f"{keys.ANN_SWITCHOVER_REQUEST}={state.get('request', keys.SWITCHOVER_ANY)!r} refused: {why}"
-        return SwitchoverOutcome([_decided(ctx, str(state.get("request") or keys.SWITCHOVER_ANY), "Refused", why,
-                                           pod),
+        request = str(state.get("request") or keys.SWITCHOVER_ANY)
+        message = f"{keys.ANN_SWITCHOVER_REQUEST}={request!r} refused: {why}"
+        return SwitchoverOutcome([_decided(ctx, cr, request, "Refused", why, pod),
                                   ctx.event(cr, "Warning", "SwitchoverRefused", message)], refused=why)
     return SwitchoverOutcome()
 
@@ -147,14 +147,15 @@ def plan_switchover(ctx: Context, outcomes: list[PoolOutcome], rolling: RollingO
     if running:
         # This request's own drain, whose record a conflict kept from being written, or a second
         # request while the first runs: either way the primary is already leaving.
-        return SwitchoverOutcome([_decided(ctx, request, "Accepted", f"draining the primary {running[0].name}",
-                                           running[0])])
+        return SwitchoverOutcome([_decided(ctx, cr, request, "Accepted",
+                                           f"draining the primary {running[0].name}", running[0])])
     refusal = _refusal(request, shard)
     if refusal is not None:
         message = f"{keys.ANN_SWITCHOVER_REQUEST}={raw!r} refused: {refusal}"
-        return SwitchoverOutcome([_decided(ctx, request, "Refused", refusal, None),
+        return SwitchoverOutcome([_decided(ctx, cr, request, "Refused", refusal, None),
                                   ctx.event(cr, "Warning", "SwitchoverRefused", message)], refused=refusal)
     primary = shard.primaries()[0]
     why = f"{keys.ANN_SWITCHOVER_REQUEST}={request}: multiorch elects a synchronous standby"
-    return SwitchoverOutcome([_decided(ctx, request, "Accepted", f"draining the primary {primary.name}", primary),
+    return SwitchoverOutcome([_decided(ctx, cr, request, "Accepted", f"draining the primary {primary.name}",
+                                       primary),
                               *request_drain(ctx, primary, keys.DrainReason.SWITCHOVER, why)])
