@@ -460,10 +460,13 @@ def test_a_standby_promoted_by_hand_is_kept_unready_until_replaced(watched: Watc
     # point"). The runbook's step: remove every timeline past the primary's from the repository.
     primary = stack.primary()
     assert primary is not None
+    # The timeline it writes now: the control file's checkpoint keeps the one before a promotion until
+    # the next checkpoint ends (minutes after the switchover step), and removing "past" that would
+    # remove the primary's own timeline from the repository.
     with psycopg.connect(stack.dsn(primary.ip, SHARD), connect_timeout=3, autocommit=True) as conn:
-        row = conn.execute("SELECT timeline_id FROM pg_control_checkpoint()").fetchone()
+        row = conn.execute("SELECT pg_walfile_name(pg_current_wal_lsn())").fetchone()
     assert row is not None
-    removed = _remove_timelines_after(stack, int(row[0]))
+    removed = _remove_timelines_after(stack, int(str(row[0])[:8], 16))
     assert any(name.endswith(".history") for name in removed), f"the promotion archived no timeline: {removed}"
 
     # Its own timeline diverged at the promotion: a decommission gives the shard a fresh standby instead.
