@@ -136,7 +136,7 @@ def plan_switchover(ctx: Context, outcomes: list[PoolOutcome], rolling: RollingO
                     maintenance: MaintenanceOutcome) -> SwitchoverOutcome:
     cr = ctx.observed.cr
     pods = [(o.view, p) for o in outcomes for p in o.view.ordered()]
-    raw = ((cr or {}).get("metadata") or {}).get("annotations", {}).get(keys.ANN_SWITCHOVER_REQUEST)
+    raw = facts.annotations(cr).get(keys.ANN_SWITCHOVER_REQUEST) if cr else None
     given_up = _given_up(ctx, [p for _view, p in pods])
     if cr is None or raw is None or given_up.actions:
         return given_up  # a request made while the last one was being given up is answered by that

@@ -110,10 +110,9 @@ def _switchover(observed: Observed) -> Manifest:
         return {"switchover": out | {"state": "Refused"}}
     leader = next((p for p in observed.pods if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY
                    and not facts.is_terminating(p)), None)
-    old_there = any(facts.uid(p) == state.get("fromUid") for p in observed.pods)
-    done = leader is not None and not old_there and facts.uid(leader) != state.get("fromUid")
-    return {"switchover": out | {"state": "Completed" if done else "InProgress"}
-            | ({"primary": facts.name(leader)} if done and leader is not None else {})}
+    if leader is None or any(facts.uid(p) == state.get("fromUid") for p in observed.pods):
+        return {"switchover": out | {"state": "InProgress"}}
+    return {"switchover": out | {"state": "Completed", "primary": facts.name(leader)}}
 
 
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused

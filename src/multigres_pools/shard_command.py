@@ -7,8 +7,12 @@ import argparse
 import socket
 import ssl
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, connect
+
+_T = TypeVar("_T")
 
 EXIT_FAILED, EXIT_CONFIG = 1, 2
 
@@ -46,3 +50,15 @@ def unreachable(server: str, exc: OSError, timeout: float) -> str:
            else f"no answer within {timeout:g} s" if isinstance(exc, TimeoutError) else "")
     return (f"cannot reach the API server {server}: {exc}" + (f"; {why}" if why else "")
             + " (is the cluster up, and is this the kubeconfig and context you meant?)")
+
+
+def calling(kube: KubeClient, call: Callable[[], _T]) -> _T:
+    """`call` against the API server; a refusal or an unreachable server as the one line the command
+    ends with (or, under --watch, shows until the next round, which starts on a fresh connection)."""
+    try:
+        return call()
+    except KubeError as exc:
+        raise Failure(f"the API server {kube.creds.server} refused: {exc}") from None
+    except OSError as exc:  # refused, unknown host, TLS, timeout: the usual state of an old KUBECONFIG
+        kube.close()
+        raise Failure(unreachable(kube.creds.server, exc, kube.timeout)) from None

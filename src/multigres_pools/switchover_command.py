@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError
+from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
 
 from . import cli_help, shard_command
-from .shard_command import EXIT_CONFIG, Failure, unreachable
+from .shard_command import EXIT_CONFIG, Failure
 
 PROG = "multigres-pools switchover"
 FIELD_MANAGER = "multigres-pools-cli"
@@ -48,18 +47,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _calling(kube: KubeClient, call: Callable[[], Any]) -> Any:
-    """One API call; its failure as the one line this command ends with."""
-    try:
-        return call()
-    except KubeError as exc:
-        raise Failure(f"the API server {kube.creds.server} refused: {exc}") from None
-    except OSError as exc:
-        raise Failure(unreachable(kube.creds.server, exc, kube.timeout)) from None
-
-
 def _shard(kube: KubeClient, args: argparse.Namespace) -> dict[str, Any]:
-    cr = _calling(kube, lambda: kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, args.namespace, args.shard))
+    cr = shard_command.calling(kube, lambda: kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, args.namespace,
+                                                      args.shard))
     if cr is None:
         raise Failure(f"no MultigresShard {args.shard} in namespace {args.namespace}")
     return dict(cr)
@@ -77,7 +67,7 @@ def _answer(cr: dict[str, Any], before: object) -> dict[str, Any] | None:
 
 def _drain_line(kube: KubeClient, namespace: str, pod: str) -> str:
     """Where the old primary's drain is: its state and what blocks it, or that the pod is being replaced."""
-    live = _calling(kube, lambda: kube.get("v1", "Pod", namespace, pod))
+    live = shard_command.calling(kube, lambda: kube.get("v1", "Pod", namespace, pod))
     if live is None or facts.is_terminating(live):
         return f"{pod} is being replaced; multiorch elects the new primary"
     ann = facts.annotations(live)
@@ -127,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         before = (_shard(kube, args).get("status") or {}).get("switchover")
         started = time.monotonic()
         body = {"metadata": {"annotations": {keys.ANN_SWITCHOVER_REQUEST: args.to}}}
-        _calling(kube, lambda: kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, args.namespace, args.shard,
-                                                body, field_manager=FIELD_MANAGER))
+        shard_command.calling(kube, lambda: kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, args.namespace,
+                                                             args.shard, body, field_manager=FIELD_MANAGER))
         if args.no_wait:
             print(f"requested {keys.ANN_SWITCHOVER_REQUEST}={args.to}; the operator's answer will be in "
                   f"status.switchover")

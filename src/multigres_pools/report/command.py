@@ -29,7 +29,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeCl
 
 from .. import cli_help, shard_command
 from ..podaddress import pod_address, pod_address_unless_resolvable
-from ..shard_command import EXIT_CONFIG, Failure, unreachable
+from ..shard_command import EXIT_CONFIG, Failure
 from . import as_json, colour, screen
 from .gather import gather
 from .model import Report
@@ -89,17 +89,13 @@ def _report(kube: KubeClient, args: argparse.Namespace) -> Report:
             return host
 
     try:
-        return gather(kube, args.namespace, args.shard, dial_host=dial, dial_pod_ips=args.dial_pod_ips,
-                      rpc_timeout=args.rpc_timeout)
+        return shard_command.calling(kube, lambda: gather(kube, args.namespace, args.shard, dial_host=dial,
+                                                          dial_pod_ips=args.dial_pod_ips,
+                                                          rpc_timeout=args.rpc_timeout))
     except LookupError as exc:
         raise Failure(str(exc)) from None
-    except KubeError as exc:
-        raise Failure(f"the API server {kube.creds.server} refused: {exc}") from None
     except http.client.InvalidURL as exc:
         raise Failure(f"the kubeconfig's server {kube.creds.server!r} is not a URL: {exc}", EXIT_CONFIG) from None
-    except OSError as exc:  # refused, unknown host, TLS, timeout: the usual state of an old KUBECONFIG
-        kube.close()  # the next --watch round starts on a fresh connection
-        raise Failure(unreachable(kube.creds.server, exc, kube.timeout)) from None
 
 
 def _width() -> int:
