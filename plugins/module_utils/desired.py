@@ -83,6 +83,16 @@ class GeneratedPassword:
 
 
 @dataclass(frozen=True)
+class BootstrapGuard:
+    """The bootstrap guard of a shard whose pool pods carry the repository check (v0.1.0, filesystem
+    backups; bootstrap.py): spec.backup.bootstrap, the backup PVC, and where the pods mount it."""
+
+    mode: str  # keys.Bootstrap
+    backup_pvc: str
+    repository: str
+
+
+@dataclass(frozen=True)
 class Desired:
     shard: ShardId
     namespace: str
@@ -94,6 +104,7 @@ class Desired:
     generated_password: GeneratedPassword | None = None
     # spec.maintenanceWindows: when disruptive actions may start (maintenance.py); empty = any time.
     windows: tuple[Window, ...] = ()
+    bootstrap: BootstrapGuard | None = None
 
     @property
     def observes_secrets(self) -> bool:

@@ -135,6 +135,14 @@ ANN_BACKUP_REQUEST = "pools.multigres.com/backup-request"
 # On the MultigresShard, written by the agent (JSON): the schedule times handled, the running and the
 # last backup, and what a due backup waits for; the engine copies it to status.backup.
 ANN_BACKUP_STATE = "pools.multigres.com/backup-state"
+# Bootstrap guard (bootstrap.py, docs/operations.md "Disaster recovery"). On each v0.1.0 pool pod: what
+# its init container REPOSITORY_CHECK_CONTAINER allows on an empty data directory, one of Bootstrap
+# (initdb: a new shard may start; recovery: only a restore from a complete backup may). On the
+# shard's filesystem backup PVC: the newest backup id the shard recorded (status.backup.last), so the
+# fact that it had backups outlives the MultigresShard (the PVC is Retained by default).
+ANN_BOOTSTRAP = "pools.multigres.com/bootstrap"
+ANN_BACKUP_RECORDED = "pools.multigres.com/backup-recorded"
+REPOSITORY_CHECK_CONTAINER = "repository-check"
 # The drain blocked-reason while the pod takes a backup.
 DRAIN_BLOCKED_BACKUP = "backup-in-progress"
 ANN_TOPOLOGY_CLEANUP_REQUESTED_AT = "pools.multigres.com/topology-cleanup-requested-at"
@@ -215,6 +223,10 @@ class ShardCondition(StrEnum):
     # True while a pool pod's PostgreSQL is out of recovery although another pooler leads the shard: the
     # agent keeps such a pod unready (its readiness gate); the message names the pods and the leader.
     WRITABLE_STANDBY = "WritableStandby"
+    # True while a pool pod's init container refuses to let PostgreSQL initialise on an empty data
+    # directory: the shard had backups (or spec.backup.bootstrap is recovery) and the repository holds
+    # none, so v0.1.0 would bootstrap a new, empty shard (bootstrap.py).
+    BOOTSTRAP_REFUSED = "BootstrapRefused"
 
 
 # The status of each condition that means something waits or is wrong: what `multigres-pools status`
@@ -227,7 +239,7 @@ SHARD_CONDITION_ATTENTION = {
     ShardCondition.PAUSED: "True", ShardCondition.AGENT_STALLED: "True", ShardCondition.DRAIN_STALLED: "True",
     ShardCondition.TOPOLOGY_UNREACHABLE: "True", ShardCondition.FOREIGN_OBJECTS: "True",
     ShardCondition.FENCED: "True", ShardCondition.FENCE_REFUSED: "True", ShardCondition.PODS_STUCK: "True",
-    ShardCondition.WRITABLE_STANDBY: "True",
+    ShardCondition.WRITABLE_STANDBY: "True", ShardCondition.BOOTSTRAP_REFUSED: "True",
 }
 # The pod condition the agent sets while a drain step is stuck past --stall-after.
 POD_CONDITION_DRAIN_STALLED = ShardCondition.DRAIN_STALLED.value
@@ -284,6 +296,14 @@ class BackupType(StrEnum):
     FULL = "full"
     DIFFERENTIAL = "differential"
     INCREMENTAL = "incremental"
+
+
+class Bootstrap(StrEnum):
+    """spec.backup.bootstrap, and (without AUTO) the value of ANN_BOOTSTRAP on a pool pod."""
+
+    AUTO = "auto"  # recovery once the shard recorded a backup, initdb before
+    INITDB = "initdb"  # an empty repository starts a new, empty shard
+    RECOVERY = "recovery"  # a pod on an empty volume starts only from a complete backup
 
 
 class Role(StrEnum):

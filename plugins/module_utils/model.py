@@ -526,6 +526,13 @@ class BackupSchedules(SpecModel):
 class Backup(SpecModel):
     __rules__: ClassVar = (
         required_when("s3-needs-settings", "type", "s3", "s3", "type 's3' needs the s3 block (bucket, region)"),
+        Rule(
+            name="bootstrap-recovery-needs-filesystem",
+            cel="!has(self.bootstrap) || self.bootstrap != 'recovery' || !has(self.type) || self.type == 'filesystem'",
+            message="bootstrap 'recovery' is checked on a filesystem repository only (type 'filesystem')",
+            check=lambda b: b.bootstrap != keys.Bootstrap.RECOVERY or b.type == "filesystem",
+            field_path=".bootstrap",
+        ),
     )
 
     type: Literal["filesystem", "s3"] = Field("filesystem", description="Where the pgBackRest repository lives.")
@@ -540,6 +547,15 @@ class Backup(SpecModel):
                     f"{keys.ANN_BACKUP_REQUEST} (docs/operations.md, \"Backups\").")
     health_threshold: Duration = Field(
         "25h", description="BackupHealthy turns False when the newest complete backup is older than this.",
+    )
+    bootstrap: Literal["auto", "initdb", "recovery"] = Field(
+        "auto",
+        description="What a pool pod on an empty data directory may do when the repository holds no complete "
+                    "backup (v0.1.0, type filesystem). recovery: nothing, it waits (condition BootstrapRefused) "
+                    "until the repository holds a backup to restore; initdb: start a new, empty shard (Multigres' "
+                    "own behaviour); auto: recovery once the shard recorded a backup (status.backup.last.backupId, "
+                    f"or annotation {keys.ANN_BACKUP_RECORDED} on its backup PVC), initdb before "
+                    "(docs/operations.md, \"Disaster recovery\").",
     )
 
 

@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import actions, facts, keys, maintenance, naming
+from . import actions, bootstrap, facts, keys, maintenance, naming
 from .desired import Desired, DesiredPool, PVCPolicy
 from .facts import PodFacts
 from .observe import Observed
@@ -49,6 +49,14 @@ class Context:
             return None
         return (f"{what} waits for the maintenance window opening at {facts.format_time(opens)}",
                 min(MAX_WINDOW_REQUEUE, max(1.0, (opens - self.now).total_seconds())))
+
+    def recorded_backup(self) -> str | None:
+        """What proves the shard had a backup (bootstrap.recorded_backup), for its bootstrap guard."""
+        guard = self.desired.bootstrap
+        if guard is None:
+            return None
+        return bootstrap.recorded_backup(self.observed.cr, self.observed.find("PersistentVolumeClaim",
+                                                                              guard.backup_pvc))
 
     @property
     def owner(self) -> Manifest | None:

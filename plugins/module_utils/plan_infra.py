@@ -25,10 +25,15 @@ Manifest = dict[str, Any]
 
 def infra_manifest(ctx: Context, obj: Manifest) -> Manifest:
     """The shared object as rendered (its owner reference is the renderer's: the backup PVC's follows
-    backup_pvc_policy); a PVC is marked as the driving shard's, a ConfigMap records its data keys."""
+    backup_pvc_policy); a PVC is marked as the driving shard's (the backup PVC also with the backup
+    the shard recorded), a ConfigMap records its data keys."""
     out = copy.deepcopy(obj)
     if out["kind"] == "PersistentVolumeClaim":
         claim_pvc(ctx, out)
+        guard = ctx.desired.bootstrap
+        recorded = ctx.recorded_backup() if guard is not None and out["metadata"]["name"] == guard.backup_pvc else None
+        if recorded:  # outlives the MultigresShard and its status: the bootstrap guard's evidence
+            out["metadata"].setdefault("annotations", {})[keys.ANN_BACKUP_RECORDED] = recorded
     if out["kind"] == "ConfigMap":
         out["metadata"].setdefault("annotations", {})[keys.ANN_CONFIG_KEYS] = ",".join(sorted(out.get("data") or {}))
     return out

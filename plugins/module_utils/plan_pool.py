@@ -16,7 +16,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import actions, compare, drain_annotations, facts, keys, quantity
+from . import actions, bootstrap, compare, drain_annotations, facts, keys, quantity
 from .actions import Action, Phase
 from .desired import PVCPolicy
 from .facts import PodFacts
@@ -56,10 +56,15 @@ class PoolOutcome:
         self.actions.extend(new)
 
 
-def pod_manifest(view: PoolView, index: int) -> Manifest:
+def pod_manifest(ctx: Context, view: PoolView, index: int) -> Manifest:
     """The pod as rendered: its index label, our finalizer (the agent unregisters the pooler before
-    the pod may vanish) and the owner reference are the renderer's decisions (desired.DesiredPool)."""
-    return copy.deepcopy(view.dp.pod(index))
+    the pod may vanish) and the owner reference are the renderer's decisions (desired.DesiredPool).
+    One observed fact is the planner's: whether the shard recorded a backup, which turns the bootstrap
+    guard's `auto` into `recovery` (bootstrap.py; an annotation, patched in place)."""
+    pod = copy.deepcopy(view.dp.pod(index))
+    pod["metadata"].setdefault("annotations", {}).update(
+        bootstrap.pod_annotation(ctx.desired.bootstrap, ctx.recorded_backup()))
+    return pod
 
 
 def pvc_manifest(ctx: Context, view: PoolView, index: int) -> Manifest:
@@ -175,7 +180,7 @@ class PoolPlanner:
             index = next(candidates)
             self.creating.add(index)
             pvc = self.view.pvcs.get(index)
-            pod = pod_manifest(self.view, index)
+            pod = pod_manifest(self.ctx, self.view, index)
             name = pod["metadata"]["name"]
             if pvc is None:
                 new_pvc = pvc_manifest(self.ctx, self.view, index)
@@ -298,7 +303,7 @@ class PoolPlanner:
         for pod in self.view.ordered():
             if pod.terminating or pod.in_drain or pod.spec_hash != self.dp.spec_hash or pod.index in self.creating:
                 continue
-            want = pod_manifest(self.view, pod.index)["metadata"]
+            want = pod_manifest(self.ctx, self.view, pod.index)["metadata"]
             sub = {k: want[k] for k in ("labels", "annotations") if want.get(k)}
             if not compare.contains(facts.meta(pod.obj), sub):
                 self.out.add([actions.patch(pod.obj, {"metadata": copy.deepcopy(sub)},

@@ -18,6 +18,7 @@ from . import render_security as security
 from .desired import Desired, DesiredPool, Manifest, PVCPolicy
 from .render_context import ShardContext, build_context
 from .render_pod import data_pvc, pool_pod, pool_spec_hash
+from .render_pool_v0_1 import bootstrap_guard
 
 if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
     from .model import MultigresShardSpec
@@ -99,7 +100,8 @@ def desired_state(
     windows = tuple(maintenance.window(list(w.days), w.start, dt.timedelta(seconds=float(w.seconds)))
                     for w in spec.maintenance_windows)
     return Desired(shard=ctx.sid, namespace=namespace, objects=tuple(_shard_objects(ctx)), pools=_pools(ctx),
-                   generated_tls=generated_tls, generated_password=infra.generated_password(ctx), windows=windows)
+                   generated_tls=generated_tls, generated_password=infra.generated_password(ctx), windows=windows,
+                   bootstrap=bootstrap_guard(ctx))
 
 
 def manifests(desired: Desired) -> list[Manifest]:

@@ -8,7 +8,7 @@ cell over the same builder fed with placeholders, so it never depends on the ind
 
 from __future__ import annotations
 
-from . import keys, labels, layout, naming, render_grpc_tls, spechash
+from . import bootstrap, keys, labels, layout, naming, render_grpc_tls, spechash
 from . import render_pool_era_a as era_a
 from . import render_pool_v0_1 as v0_1
 from .render_context import Manifest, ShardContext, cert_volume
@@ -105,6 +105,9 @@ def pool_pod(ctx: ShardContext, pool: str, cell: str, index: int, spec_hash: str
         })
     if ctx.postgres_config_hash:
         annotations[keys.ANN_POSTGRES_CONFIG_HASH] = ctx.postgres_config_hash
+    # What the repository check allows, from the spec alone (auto: initdb); the planner resolves auto
+    # with the shard's recorded backups (plan_pool.pod_manifest).
+    annotations.update(bootstrap.pod_annotation(v0_1.bootstrap_guard(ctx), None))
     metadata = ctx.meta(name, _indexed_labels(ctx, pool, cell, index))
     metadata["annotations"] = annotations
     metadata["finalizers"] = [keys.FINALIZER_POD]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import layout, naming, render_grpc_tls
+from . import bootstrap, keys, layout, naming, render_grpc_tls
+from .desired import BootstrapGuard
 from .render_context import Manifest, ShardContext
 from .render_parts import (
     container_security,
@@ -191,12 +192,40 @@ def _standby_on_start(ctx: ShardContext, pool: Pool) -> Manifest:
     }
 
 
+def bootstrap_guard(ctx: ShardContext) -> BootstrapGuard | None:
+    """The bootstrap guard of a v0.1.0 shard with a filesystem repository (bootstrap.py); None for
+    S3, whose repository no init container reads yet."""
+    if ctx.version is not keys.MultigresVersion.V0_1_0 or ctx.spec.backup.type != "filesystem":
+        return None
+    return BootstrapGuard(mode=ctx.spec.backup.bootstrap, backup_pvc=ctx.name(naming.shard_backup_pvc_name),
+                          repository=ctx.spec.backup.filesystem.path)
+
+
+def _repository_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> Manifest:
+    """Before anything can initdb: on an empty data directory, a pod whose ANN_BOOTSTRAP is not
+    initdb starts only when the repository (mounted read-only) lists a backup to restore."""
+    return {
+        "name": keys.REPOSITORY_CHECK_CONTAINER,
+        "image": ctx.images.postgres,
+        "imagePullPolicy": ctx.spec.images.image_pull_policy,
+        "command": ["/bin/sh", "-c", bootstrap.check_script(guard.repository)],
+        "env": [{"name": "PGDATA", "value": layout.PGDATA},
+                field_env(bootstrap.ENV_BOOTSTRAP, f"metadata.annotations['{keys.ANN_BOOTSTRAP}']")],
+        "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR, "readOnly": True},
+                         {"name": layout.VOL_BACKUP, "mountPath": guard.repository, "readOnly": True}],
+        "resources": resources(pool.postgres.resources),
+        "securityContext": container_security(pool.fs_group),
+    }
+
+
 def pool_containers(ctx: ShardContext, pool_name: str, cell: str,
                     service_id: str) -> tuple[list[Manifest], list[Manifest]]:
     """(initContainers, containers) of a v0.1.0 pool pod, without the optional exporter."""
     pool = ctx.spec.pools[pool_name]
     pooler = _multipooler(ctx, pool, pool_name, cell, service_id)
+    guard = bootstrap_guard(ctx)
+    check = [_repository_check(ctx, pool, guard)] if guard is not None else []
     if not hands_over(ctx):
-        return [_pgctld(ctx, pool)], [pooler]
+        return [*check, _pgctld(ctx, pool)], [pooler]
     pooler["lifecycle"] = {"preStop": {"exec": {"command": list(_SHELL)}}}
-    return [_standby_on_start(ctx, pool), _pgctld(ctx, pool)], [pooler]
+    return [*check, _standby_on_start(ctx, pool), _pgctld(ctx, pool)], [pooler]

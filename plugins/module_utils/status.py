@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from . import drain_annotations, facts, fencing, keys, ownership, pod_stuck, stalls, tls_policy
+from . import bootstrap, drain_annotations, facts, fencing, keys, ownership, pod_stuck, stalls, tls_policy
 from .actions import Action, event
 from .conditions import MESSAGE_MAX
 from .desired import Desired
@@ -54,6 +54,13 @@ def _writable_standby(pods: list[Manifest]) -> Manifest:
         return _condition(C.WRITABLE_STANDBY, False, "AllInRecoveryOrLeading", "")
     return _condition(C.WRITABLE_STANDBY, True, "OutOfRecovery",
                       "; ".join(c.get("message") or name for name, c in sorted(found))[:MESSAGE_MAX])
+
+
+def _bootstrap_refused(desired: Desired, observed: Observed, pods: list[Manifest]) -> Manifest:
+    """BootstrapRefused: pods whose repository check holds PostgreSQL back (bootstrap.py)."""
+    guard = desired.bootstrap
+    pvc = observed.find("PersistentVolumeClaim", guard.backup_pvc) if guard is not None else None
+    return bootstrap.condition(guard, bootstrap.recorded_backup(observed.cr, pvc), pods)
 
 
 def _orch_ready(observed: Observed) -> bool:
@@ -153,12 +160,13 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     now = facts.parse_time(stamp) or dt.datetime.now(dt.UTC)
     stuck = pod_stuck.condition(pods, now)
     writable_standby = _writable_standby(pods)
+    refused = _bootstrap_refused(desired, observed, pods)
     rolling = result.rolling
     busy = bool(result.actions or result.waiting or result.withheld)
     # Paused: what the engine holds back leads the message (plan_pause.py).
     notes = ([result.pause_message] if result.paused else []) + result.waiting
 
-    if errors or stuck["status"] == "True" or writable_standby["status"] == "True" or (empty and total):
+    if errors or "True" in (stuck["status"], writable_standby["status"], refused["status"]) or (empty and total):
         phase = "Degraded"
     elif pools_ready and orch_ready and not rolling.in_progress and not result.maintenance.in_progress and not busy:
         phase = "Healthy"
@@ -197,7 +205,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
                    result.pause_message[:MESSAGE_MAX]),
     ]
     conditions += stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s)
-    conditions += [stuck, writable_standby]
+    conditions += [stuck, writable_standby, refused]
     conditions += fencing.conditions(desired, observed.pods)
     backup, backup_fields = _backup_condition(observed.cr)
     if backup:
@@ -295,6 +303,7 @@ def _message(message: str) -> object:
 _CLEARED: dict[str, tuple[str, Callable[[str], object]]] = {
     keys.ShardCondition.AGENT_STALLED: ("AgentProgressing", _message),
     keys.ShardCondition.PODS_STUCK: ("PodsUnstuck", pod_stuck.subjects),
+    keys.ShardCondition.BOOTSTRAP_REFUSED: ("BootstrapAllowed", bootstrap.subjects),
 }
 
 

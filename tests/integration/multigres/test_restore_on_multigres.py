@@ -3,7 +3,9 @@ goes, the backup repository (the shard's backup PVC) stays. The operator recreat
 volumes; the shard must come back from the repository with every row acknowledged before the last
 backup, and every row acknowledged before the last archived WAL segment. Prints the RPO (rows and
 seconds of acknowledged writes that did not come back) and the RTO (loss to the first new write).
-Then the same loss with the repository emptied as well: what v0.1.0 does then (a new, empty shard)."""
+Then the same loss with the repository emptied as well: by itself v0.1.0 would bootstrap a new, empty
+shard; the bootstrap guard (bootstrap.py) must hold every pod before PostgreSQL can initdb, say so on the
+MultigresShard, write nothing to the repository, and let the shard come back once the repository does."""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils import bootstrap, facts, keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube import resource_path
 
 from multigres_pools.playground.localstack import wait_for
@@ -110,12 +113,12 @@ def _archiver(watched: Watched) -> dict[str, Any]:
                      "seconds since the last archive"), row, strict=True))
 
 
-def _lose_everything(watched: Watched, repository_too: bool = False) -> float:
+def _lose_everything(watched: Watched, repository_aside: Path | None = None) -> float:
     """Every pool pod (deleted with no grace, as a lost node) and every data PVC, its volume's data
     too; the backup PVC stays. The operator is stopped meanwhile so that it recreates nothing from a
     half-deleted state; the agent runs on (it unregisters each deleted pod's pooler). With
-    `repository_too`, the backup PVC's content goes as well (the claim stays). Returns when
-    (monotonic) the last pod and claim were gone."""
+    `repository_aside`, the backup PVC's content is moved there (the claim stays, empty: a wrong or
+    emptied repository). Returns when (monotonic) the last pod and claim were gone."""
     stack = watched.stack
     assert stack.operator is not None and stack.kubelet is not None
     stack.operator.kill()
@@ -123,7 +126,6 @@ def _lose_everything(watched: Watched, repository_too: bool = False) -> float:
     try:
         every = [facts.name(c) for c in kube.list("v1", "PersistentVolumeClaim", stack.namespace)]
         claims = [c for c in every if c.startswith("data-")]
-        backup = [c for c in every if c.startswith("backup-data-")]
         assert len(claims) == REPLICAS, claims
         for claim in claims:
             kube.delete("v1", "PersistentVolumeClaim", stack.namespace, claim)
@@ -138,14 +140,33 @@ def _lose_everything(watched: Watched, repository_too: bool = False) -> float:
         kube.close()
     for claim in claims:  # the process kubelet keeps a claim's directory; a lost volume does not
         shutil.rmtree(stack.kubelet.pvc_path(stack.namespace, claim))
-    for claim in backup if repository_too else []:
-        for entry in stack.kubelet.pvc_path(stack.namespace, claim).iterdir():
-            if entry.is_dir():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+    if repository_aside is not None:
+        repository_aside.mkdir()
+        for entry in _repository(watched).iterdir():
+            shutil.move(entry, repository_aside / entry.name)
     stack.operator.start()
     return gone
+
+
+def _claims(watched: Watched, prefix: str) -> list[str]:
+    kube = watched.stack.kube()
+    try:
+        return [facts.name(c) for c in kube.list("v1", "PersistentVolumeClaim", watched.stack.namespace)
+                if facts.name(c).startswith(prefix)]
+    finally:
+        kube.close()
+
+
+def _repository(watched: Watched) -> Path:
+    """The backup PVC's directory on the host (the filesystem repository every pod mounts)."""
+    stack = watched.stack
+    assert stack.kubelet is not None
+    (claim,) = _claims(watched, "backup-data-")
+    return stack.kubelet.pvc_path(stack.namespace, claim)
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
 def _logs(watched: Watched) -> dict[str, str]:
@@ -233,26 +254,90 @@ def test_total_loss_brings_the_shard_back_from_the_backup_repository(watched: Wa
     assert set(before_segment) <= present, f"a row acknowledged before segment {segment} was archived is missing"
 
 
-def test_total_loss_with_an_empty_repository_comes_back_ready_and_empty(watched: Watched) -> None:
-    """The same loss with the repository emptied too (a wrong or new backup location). v0.1.0 takes
-    this for a new shard: initdb, a first backup, every pod restores it, ShardInit elects a primary,
-    and the shard serves again without a single earlier row. What a guard (issue #25) must stop."""
-    stack, load = watched.stack, watched.load
-    load.wait_for_acks(5, timeout=120)
-    acked = list(load.acked)
-    lost_at = time.monotonic()
-    gone_at = _lose_everything(watched, repository_too=True)
+def _condition(watched: Watched, ctype: str) -> dict[str, Any]:
+    conditions = (shard_cr(watched.stack).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == ctype), {})
+
+
+def _shard_events(watched: Watched, reason: str) -> list[dict[str, Any]]:
+    kube = watched.stack.kube()
     try:
-        stack.wait_serving(SHARD, replicas=REPLICAS, timeout=240)
+        found = kube.list("v1", "Event", watched.stack.namespace)
+    finally:
+        kube.close()
+    return [e for e in found if (e.get("involvedObject") or {}).get("name") == SHARD and e.get("reason") == reason]
+
+
+def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(
+        watched: Watched, tmp_path: Path) -> None:
+    """The same loss with the repository emptied too (a wrong or emptied backup location). By itself
+    v0.1.0 takes this for a new shard (initdb, a first backup, Ready without a single earlier row;
+    measured before the guard: 0 of 383, 0 of 396, 0 of 372 rows back). The shard recorded backups, so
+    the guard must hold every new pod before PostgreSQL starts, say why on the MultigresShard (condition
+    and event), write nothing to the repository; and once the repository is back, the shard is."""
+    stack, load = watched.stack, watched.load
+    recorded = bootstrap.recorded_backup(shard_cr(stack), None)
+    assert recorded, "the shard recorded no backup: the guard would rightly let it initdb"
+    load.wait_for_acks(20, timeout=120)
+    segment = _switch_and_archive(watched)
+    archived = list(load.acked)
+    aside = tmp_path / "repository-aside"
+    lost_at = time.monotonic()
+    gone_at = _lose_everything(watched, repository_aside=aside)
+    repository = _repository(watched)
+
+    def refused() -> dict[str, Any] | None:
+        cond = _condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED)
+        held = cond.get("status") == "True" and all(facts.name(p) in cond.get("message", "") for p in stack.pods())
+        return cond if held and len(stack.pods()) == REPLICAS else None
+
+    try:
+        cond = wait_for(refused, 240, "BootstrapRefused naming every pool pod", interval=1)
+    except TimeoutError:
+        note("no refusal; evidence", {"conditions": (shard_cr(stack).get("status") or {}).get("conditions"),
+                                      "logs": _telling(_logs(watched))})
+        raise
+    refused_after = time.monotonic() - gone_at
+    assert cond["reason"] == bootstrap.REASON_NO_BACKUP, cond
+    assert recorded in cond["message"] and "spec.backup.bootstrap: initdb" in cond["message"], cond
+    warnings = _shard_events(watched, keys.ShardCondition.BOOTSTRAP_REFUSED)
+    assert warnings and warnings[-1]["type"] == "Warning", warnings
+    cr = shard_cr(stack)
+    assert cr["status"]["phase"] == "Degraded", cr["status"]
+    # Held: the kubelet retries the check with back-off; nothing starts and nothing is written meanwhile.
+    time.sleep(30)
+    pods = stack.pods()
+    assert _listing(repository) == [], _listing(repository)
+    assert not any(facts.condition_true(p, "Ready") for p in pods)
+    for pod in pods:
+        checks = [s for s in pod["status"].get("initContainerStatuses") or []
+                  if s["name"] == keys.REPOSITORY_CHECK_CONTAINER]
+        assert checks and checks[0].get("restartCount", 0) >= 1, pod["status"]
+        with pytest.raises(FileNotFoundError):  # multipooler never started, so no initdb
+            stack.kubelet.logs(stack.namespace, facts.name(pod), "multipooler")  # type: ignore[union-attr]
+    for claim in _claims(watched, "data-"):
+        assert not (stack.kubelet.pvc_path(stack.namespace, claim) / "pg_data" /  # type: ignore[union-attr]
+                    "PG_VERSION").exists()
+    note("emptied repository refused", {"refused after (s, from the loss)": round(refused_after, 1),
+                                        "reason": cond["reason"], "message": cond["message"][:400],
+                                        "warning events": len(warnings)})
+
+    # The repository back: the check passes on the kubelet's next retry and the shard restores.
+    for entry in aside.iterdir():
+        shutil.move(entry, repository / entry.name)
+    back_at = time.monotonic()
+    try:
+        stack.wait_serving(SHARD, replicas=REPLICAS, timeout=600)
         load.wait_for_acks(20, timeout=120)
     except (TimeoutError, AssertionError) as exc:
-        note("no shard after an empty repository; evidence", _telling(_logs(watched)))
-        raise AssertionError(f"after total loss with an empty repository: {exc}") from exc
-    back = next(t for t in list(load.ack_times) if t > gone_at) - lost_at
-    logs = _logs(watched)
-    bootstrapped = [pod for pod, log in logs.items() if "no backup found, attempting to create one" in log]
-    present = _present(watched, acked)
-    note("empty repository", {"acknowledged before the loss": len(acked), "back": len(present),
-                              "serving again after (s)": round(back, 1), "took the first-backup path": bootstrapped})
-    assert bootstrapped, _telling(logs)
-    assert present == set(), "an earlier row came back from an emptied repository?"
+        note("the shard did not come back with its repository; evidence", _telling(_logs(watched)))
+        raise AssertionError(f"after the repository came back: {exc}") from exc
+    serving = time.monotonic() - back_at
+    present = _present(watched, archived)
+    wait_for(lambda: _condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED).get("status") == "False", 60,
+             "BootstrapRefused to clear", interval=1)
+    note("repository back", {"serving again after (s)": round(serving, 1), "loss to serving (s)":
+                             round(time.monotonic() - lost_at, 1), "acknowledged before the archived segment":
+                             len(archived), "back": len(present), "segment": segment,
+                             "cleared events": len(_shard_events(watched, "BootstrapAllowed"))})
+    assert set(archived) <= present, "a row acknowledged before the archived segment is missing"

@@ -47,7 +47,7 @@ def _deployment(desired, component, cell="zone1"):
 def test_v0_1_is_the_default_with_pgctld_as_the_sidecar():
     spec = _render().pools[0].pod(0)["spec"]
     assert [(c["name"], c.get("restartPolicy")) for c in spec["initContainers"]] == [
-        ("standby-on-start", None), ("postgres", "Always")]
+        ("repository-check", None), ("standby-on-start", None), ("postgres", "Always")]
     assert [(c["name"], c.get("restartPolicy")) for c in spec["containers"]] == [
         ("multipooler", None), ("postgres-exporter", None)]
     assert spec["terminationGracePeriodSeconds"] == 45
@@ -78,7 +78,7 @@ def test_multipooler_writes_the_signal_before_its_sigterm_and_one_pooler_gets_ne
     pre_stop = _container(spec, "multipooler")["lifecycle"]["preStop"]["exec"]["command"]
     assert pre_stop == _container(spec, "standby-on-start")["command"]
     single = _render({"pools": {"default": {"replicasPerCell": 1}}}).pools[0].pod(0)["spec"]
-    assert [c["name"] for c in single["initContainers"]] == ["postgres"]
+    assert [c["name"] for c in single["initContainers"]] == ["repository-check", "postgres"]
     assert "lifecycle" not in _container(single, "multipooler")
 
 
@@ -219,7 +219,7 @@ def test_every_v0_1_container_names_its_binary():
     assert binaries == {
         "postgres": "/usr/local/bin/pgctld", "multipooler": "/multigres/bin/multipooler",
         "multiorch": "/multigres/bin/multiorch", "multigateway": "/multigres/bin/multigateway",
-        "postgres-exporter": "/bin/postgres_exporter", "standby-on-start": "/bin/sh",
+        "postgres-exporter": "/bin/postgres_exporter", "standby-on-start": "/bin/sh", "repository-check": "/bin/sh",
     }
     era_a = _render(corpus.ERA_A).pools[0].pod(0)["spec"]
     assert "command" not in _container(era_a, "postgres-exporter")  # as the Go operator renders it
