@@ -554,7 +554,8 @@ class Backup(SpecModel):
                     "backup (v0.1.0, type filesystem). recovery: nothing, it waits (condition BootstrapRefused) "
                     "until the repository holds a backup to restore; initdb: start a new, empty shard (Multigres' "
                     "own behaviour); auto: recovery once the shard recorded a backup (status.backup.last.backupId, "
-                    f"or annotation {keys.ANN_BACKUP_RECORDED} on its backup PVC), initdb before "
+                    f"status.lastBackupTime, or annotation {keys.ANN_BACKUP_RECORDED} on its backup PVC), "
+                    "initdb before "
                     "(docs/operations.md, \"Disaster recovery\").",
     )
 
