@@ -142,3 +142,60 @@ def subjects(message: str) -> frozenset[str]:
 def pod_annotation(guard: Guard | None, recorded: str | None) -> Mapping[str, str]:
     """The pool pod's ANN_BOOTSTRAP for this guard and evidence (nothing when pods carry no check)."""
     return {} if guard is None else {keys.ANN_BOOTSTRAP: effective(guard.mode, recorded).value}
+
+
+# --- the restore in the status (the agent's ANN_RESTORE on each pool pod; agent/restore_watch.py) ---
+_RUNNING_STATES = {keys.RestoreState.RESTORING: "RestoringFromBackup",
+                   keys.RestoreState.FIRST_BACKUP: "CreatingFirstBackup"}
+
+
+def _facts(pods: Iterable[Manifest]) -> list[tuple[str, Manifest]]:
+    return sorted(((facts.name(p), f) for p in pods if not facts.is_terminating(p)
+                   and (f := facts.json_annotation(p, keys.ANN_RESTORE)) is not None and f.get("state")),
+                  key=lambda item: item[0])
+
+
+def restoring_condition(pods: Iterable[Manifest]) -> Manifest:
+    """Restoring: True while a pooler restores from the repository (or creates the first backup)."""
+    running = [(name, fact) for name, fact in _facts(pods) if fact["state"] in _RUNNING_STATES]
+    if not running:
+        return shard_condition(keys.ShardCondition.RESTORING, False, "NotRestoring", "")
+    reason = _RUNNING_STATES[keys.RestoreState(running[0][1]["state"])]
+    what = ("restoring the newest complete backup from the repository, then the archived WAL"
+            if reason == "RestoringFromBackup" else
+            "no backup in the repository: initdb and the shard's first backup (a new, empty shard)")
+    since = min(str(fact.get("startedAt", "")) for name, fact in running)
+    return shard_condition(keys.ShardCondition.RESTORING, True, reason,
+                           f"{', '.join(name for name, fact in running)}: {what} (since {since})")
+
+
+def _lsn(text: str) -> int:
+    high, low = text.partition("/")[::2]
+    try:
+        return (int(high, 16) << 32) + int(low, 16)
+    except ValueError:
+        return -1
+
+
+def restore_status(pods: Iterable[Manifest]) -> Manifest:
+    """status.restore: the pods restoring now (state Restoring), else what the pods that restored last
+    report (state Restored: the backup, the newest WAL position reached, when); {} when none did."""
+    found = _facts(pods)
+    running = [(name, fact) for name, fact in found if fact["state"] == keys.RestoreState.RESTORING]
+    if running:
+        return {"restore": {"state": "Restoring", "pods": [name for name, fact in running],
+                            "startedAt": min(str(fact.get("startedAt", "")) for name, fact in running)}}
+    done = [fact for name, fact in found if fact["state"] == keys.RestoreState.RESTORED]
+    if not done:
+        return {}
+    out: Manifest = {"state": "Restored",
+                     "pods": [name for name, fact in found if fact["state"] == keys.RestoreState.RESTORED],
+                     "startedAt": min(str(fact.get("startedAt", "")) for fact in done),
+                     "finishedAt": max(str(fact.get("finishedAt", "")) for fact in done)}
+    ids = sorted({str(fact["backupId"]) for fact in done if fact.get("backupId")})
+    if ids:
+        out["backupId"] = ids[-1]
+    positions = [str(fact["walPosition"]) for fact in done if fact.get("walPosition")]
+    if positions:
+        out["walPosition"] = max(positions, key=_lsn)
+    return {"restore": out}

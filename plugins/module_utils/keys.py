@@ -143,6 +143,12 @@ ANN_BACKUP_STATE = "pools.multigres.com/backup-state"
 ANN_BOOTSTRAP = "pools.multigres.com/bootstrap"
 ANN_BACKUP_RECORDED = "pools.multigres.com/backup-recorded"
 REPOSITORY_CHECK_CONTAINER = "repository-check"
+# On a v0.1.0 pool pod, written by the agent (JSON, agent/restore_watch.py): its pooler's restore from
+# the repository (or first backup), from v0.1.0's Status postgres_action: state (RestoreState),
+# startedAt, and once over finishedAt, backupId (the newest complete backup the agent's health check
+# saw, which is what v0.1.0 restores) and walPosition (the replay position then). status.restore
+# and the condition Restoring are built from it.
+ANN_RESTORE = "pools.multigres.com/restore"
 # The drain blocked-reason while the pod takes a backup.
 DRAIN_BLOCKED_BACKUP = "backup-in-progress"
 ANN_TOPOLOGY_CLEANUP_REQUESTED_AT = "pools.multigres.com/topology-cleanup-requested-at"
@@ -227,6 +233,9 @@ class ShardCondition(StrEnum):
     # directory: the shard had backups (or spec.backup.bootstrap is recovery) and the repository holds
     # none, so v0.1.0 would bootstrap a new, empty shard (bootstrap.py).
     BOOTSTRAP_REFUSED = "BootstrapRefused"
+    # True while a pool pod's pooler restores from the repository or creates the shard's first backup
+    # (the agent's keys.ANN_RESTORE); status.restore says what was restored.
+    RESTORING = "Restoring"
 
 
 # The status of each condition that means something waits or is wrong: what `multigres-pools status`
@@ -304,6 +313,15 @@ class Bootstrap(StrEnum):
     AUTO = "auto"  # recovery once the shard recorded a backup, initdb before
     INITDB = "initdb"  # an empty repository starts a new, empty shard
     RECOVERY = "recovery"  # a pod on an empty volume starts only from a complete backup
+
+
+class RestoreState(StrEnum):
+    """The `state` of ANN_RESTORE."""
+
+    RESTORING = "restoring"
+    FIRST_BACKUP = "first-backup"
+    RESTORED = "restored"
+    INITIALIZED = "initialized"  # after a first backup: a new shard, nothing restored
 
 
 class Role(StrEnum):

@@ -889,6 +889,27 @@ class BackupStatus(BaseModel):
     waiting: str | None = Field(None, description="Why a due or requested backup has not started yet.")
 
 
+class RestoreStatus(BaseModel):
+    """The pool pods' restore from the repository, as the agent reports it (docs/operations.md,
+    "Disaster recovery")."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    state: Literal["Restoring", "Restored"] = Field(
+        description="Restoring while a pod's multipooler restores; Restored once the pods that did are done.")
+    pods: list[str] = Field(description="The pods restoring, or that restored.")
+    started_at: str | None = Field(None, alias="startedAt", description="When the first of them started (RFC 3339).")
+    finished_at: str | None = Field(None, alias="finishedAt", description="When the last finished (RFC 3339).")
+    backup_id: str | None = Field(
+        None, alias="backupId",
+        description="The backup restored: the newest complete one the agent's health check saw (v0.1.0 "
+                    "restores the newest complete backup).")
+    wal_position: str | None = Field(
+        None, alias="walPosition",
+        description="The newest WAL position a restored pod reported when its restore was over (its replay "
+                    "of the archived WAL).")
+
+
 class SwitchoverStatus(BaseModel):
     """The engine's decision on the last switchover request and how far it got."""
 
@@ -935,6 +956,9 @@ class MultigresShardStatus(BaseModel):
         None, alias="lastBackupType", description="pgBackRest type of that backup (full, diff or incr).")
     backup: BackupStatus | None = Field(
         None, description="Scheduled and requested base backups run by the agent (docs/operations.md, \"Backups\").")
+    restore: RestoreStatus | None = Field(
+        None, description="The pool pods' restore from the backup repository (docs/operations.md, "
+                          "\"Disaster recovery\").")
     switchover: SwitchoverStatus | None = Field(
         None, description=f"The last request to move the primary away ({keys.ANN_SWITCHOVER_REQUEST}; "
                           "docs/operations.md, \"Move the primary\").")

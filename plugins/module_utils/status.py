@@ -205,7 +205,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
                    result.pause_message[:MESSAGE_MAX]),
     ]
     conditions += stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s)
-    conditions += [stuck, writable_standby, refused]
+    conditions += [stuck, writable_standby, refused, bootstrap.restoring_condition(pods)]
     conditions += fencing.conditions(desired, observed.pods)
     backup, backup_fields = _backup_condition(observed.cr)
     if backup:
@@ -225,6 +225,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         **backup_fields,
         **_backup_state(observed.cr),
         **_switchover(observed),
+        **bootstrap.restore_status(pods),
     }
     roles = {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods if facts.labels(p).get(keys.LABEL_ROLE)}
     if roles:  # left out when empty: server-side apply turns a map emptied of its applied keys into null

@@ -16,7 +16,7 @@ from typing import cast
 from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
-from . import backup_health, fence, podinfo, recovery_gate, roles, topology, topology_health, trust
+from . import backup_health, fence, podinfo, recovery_gate, restore_watch, roles, topology, topology_health, trust
 from .backup_runner import BackupRunner
 from .context import Context, NotLeader, Obj, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
@@ -288,6 +288,7 @@ class Agent:
             view.take(fresh)
         roles.publish_roles(ctx, view)
         recovery_gate.publish_recovery_gate(ctx, view)
+        restore_watch.publish_restores(ctx, view)
         roles.prune(ctx, view)
         self._maybe_register(view)
         self.backups.step(view)

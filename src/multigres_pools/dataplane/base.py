@@ -100,6 +100,18 @@ class Leadership:
     # v0.1.0: the standbys whose WAL receiver streams now (pg_stat_wal_receiver.status); a primary's
     # walsenders end, and its standbys stop streaming, only after its shutdown checkpoint was sent.
     streaming: frozenset[PoolerId] = frozenset()
+    # v0.1.0: what each answering pooler's manager is busy with (Status.postgres_action: RESTORING or
+    # FIRST_BACKUP; poolers doing nothing long-running are left out) and its WAL position (a standby's
+    # replay position); agent/restore_watch.py publishes both around a restore.
+    actions: Mapping[PoolerId, PostgresAction] = field(default_factory=dict, compare=False)
+    positions: Mapping[PoolerId, str] = field(default_factory=dict, compare=False)
+
+
+class PostgresAction(StrEnum):
+    """The long-running operations of a v0.1.0 pooler's manager the agent reports (Status field 11)."""
+
+    RESTORING = "restoring"  # pgbackrest restore of the newest complete backup, on an empty data directory
+    FIRST_BACKUP = "first-backup"  # no backup in the repository: initdb and the shard's first backup
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from .base import (
     Pooler,
     PoolerId,
     PoolerStatus,
+    PostgresAction,
     RefusalReason,
     ShardTopology,
     StandbyState,
@@ -122,6 +123,8 @@ def _rule_number(response: mpd.StatusResponse) -> tuple[int, int]:
     return number.coordinator_term, number.leader_subterm
 
 
+_ACTIONS = {mpd.POSTGRES_ACTION_RESTORING_FROM_BACKUP: PostgresAction.RESTORING,
+            mpd.POSTGRES_ACTION_CREATING_FIRST_BACKUP: PostgresAction.FIRST_BACKUP}
 WAL_RECEIVER_STREAMING = "streaming"  # pg_stat_wal_receiver.status while WAL flows from the primary
 
 
@@ -137,7 +140,10 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     in_recovery = frozenset(p.id for p, r in answers if r.status.postgres_status == mpd.POSTGRES_STATUS_STANDBY)
     streaming = frozenset(p.id for p, r in answers
                           if r.status.replication_status.wal_receiver_status == WAL_RECEIVER_STREAMING)
-    unknown = Leadership(None, None, writable, in_recovery, streaming)
+    actions = {p.id: _ACTIONS[r.status.postgres_action] for p, r in answers if r.status.postgres_action in _ACTIONS}
+    positions = {p.id: (r.status.replication_status.last_replay_lsn or r.status.wal_position) for p, r in answers
+                 if r.status.replication_status.last_replay_lsn or r.status.wal_position}
+    unknown = Leadership(None, None, writable, in_recovery, streaming, actions, positions)
     ruled = [(p, r) for p, r in answers if r.consensus_status.current_position.rule.HasField("leader_id")]
     if not ruled:
         return unknown
@@ -149,7 +155,7 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     leaders = [p for p, r in ruled if is_leader(r.consensus_status) and _rule_number(r)[0] == newest[0]
                and p.id in writable]
     confirmed = leaders[0] if len(leaders) == 1 and leaders[0].id == named else None
-    return Leadership(confirmed, named, writable, in_recovery, streaming)
+    return Leadership(confirmed, named, writable, in_recovery, streaming, actions, positions)
 
 
 def pooler_status(ident: PoolerId, address: str, answer: mpd.StatusResponse | DataPlaneError) -> PoolerStatus:

@@ -233,6 +233,17 @@ def test_total_loss_brings_the_shard_back_from_the_backup_repository(watched: Wa
                 for pod, log in logs.items() if RESTORED in log}
     assert set(restored) == {facts.name(p) for p in stack.pods()}, restored
     assert set(restored.values()) == {backup["backupId"]}, restored
+    # The restore in the status (the agent reads postgres_action from each pooler's Status).
+    def restored_status() -> dict[str, Any] | None:
+        found: dict[str, Any] = (shard_cr(stack).get("status") or {}).get("restore") or {}
+        return found if found.get("state") == "Restored" else None
+
+    restore: dict[str, Any] = wait_for(restored_status, 60, "status.restore to say Restored", interval=1)
+    started = _shard_events(watched, "RestoreStarted")
+    note("status.restore", {**restore, "RestoreStarted events": len(started),
+                            "RestoreCompleted events": len(_shard_events(watched, "RestoreCompleted"))})
+    assert restore["backupId"] == backup["backupId"] and restore.get("walPosition"), restore
+    assert set(restore["pods"]) <= set(restored) and started, restore
     # The election after the restore: the WAL position each restored standby reached (its replay end).
     recruited = sorted({_field(line, "lsn") or "" for log in logs.values() for line in log.splitlines()
                         if "Recruited pooler" in line and (_field(line, "time") or "") > backup["finishedAt"]})
@@ -268,8 +279,7 @@ def _shard_events(watched: Watched, reason: str) -> list[dict[str, Any]]:
     return [e for e in found if (e.get("involvedObject") or {}).get("name") == SHARD and e.get("reason") == reason]
 
 
-def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(
-        watched: Watched, tmp_path: Path) -> None:
+def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(watched: Watched) -> None:
     """The same loss with the repository emptied too (a wrong or emptied backup location). By itself
     v0.1.0 takes this for a new shard (initdb, a first backup, Ready without a single earlier row;
     measured before the guard: 0 of 383, 0 of 396, 0 of 372 rows back). The shard recorded backups, so
@@ -281,7 +291,7 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(
     load.wait_for_acks(20, timeout=120)
     segment = _switch_and_archive(watched)
     archived = list(load.acked)
-    aside = tmp_path / "repository-aside"
+    aside = stack.workdir / "repository-aside"  # the same filesystem: moved, owners and modes kept
     lost_at = time.monotonic()
     gone_at = _lose_everything(watched, repository_aside=aside)
     repository = _repository(watched)

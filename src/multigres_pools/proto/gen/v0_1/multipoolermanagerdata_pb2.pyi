@@ -22,6 +22,13 @@ class PostgresStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     POSTGRES_STATUS_PROMOTING: _ClassVar[PostgresStatus]
     POSTGRES_STATUS_PRIMARY: _ClassVar[PostgresStatus]
 
+class PostgresAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    POSTGRES_ACTION_UNSPECIFIED: _ClassVar[PostgresAction]
+    POSTGRES_ACTION_STARTING: _ClassVar[PostgresAction]
+    POSTGRES_ACTION_RESTORING_FROM_BACKUP: _ClassVar[PostgresAction]
+    POSTGRES_ACTION_CREATING_FIRST_BACKUP: _ClassVar[PostgresAction]
+
 class ReplicationPauseMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     REPLICATION_PAUSE_MODE_REPLAY_ONLY: _ClassVar[ReplicationPauseMode]
@@ -41,6 +48,10 @@ POSTGRES_STATUS_STARTING: PostgresStatus
 POSTGRES_STATUS_STANDBY: PostgresStatus
 POSTGRES_STATUS_PROMOTING: PostgresStatus
 POSTGRES_STATUS_PRIMARY: PostgresStatus
+POSTGRES_ACTION_UNSPECIFIED: PostgresAction
+POSTGRES_ACTION_STARTING: PostgresAction
+POSTGRES_ACTION_RESTORING_FROM_BACKUP: PostgresAction
+POSTGRES_ACTION_CREATING_FIRST_BACKUP: PostgresAction
 REPLICATION_PAUSE_MODE_REPLAY_ONLY: ReplicationPauseMode
 REPLICATION_PAUSE_MODE_RECEIVER_ONLY: ReplicationPauseMode
 REPLICATION_PAUSE_MODE_REPLAY_AND_RECEIVER: ReplicationPauseMode
@@ -99,26 +110,30 @@ class PrimaryStatus(_message.Message):
     def __init__(self, lsn: _Optional[str] = ..., ready: _Optional[bool] = ..., connected_followers: _Optional[_Iterable[_Union[_clustermetadata_pb2.ID, _Mapping]]] = ..., sync_replication_config: _Optional[_Union[SynchronousReplicationConfiguration, _Mapping]] = ...) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("pooler_type", "primary_status", "replication_status", "is_initialized", "postgres_running", "postgres_status", "wal_position", "cohort_members", "postgres_ready")
+    __slots__ = ("pooler_type", "primary_status", "replication_status", "is_initialized", "has_data_directory", "postgres_running", "postgres_status", "wal_position", "postgres_action", "cohort_members", "postgres_ready")
     POOLER_TYPE_FIELD_NUMBER: _ClassVar[int]
     PRIMARY_STATUS_FIELD_NUMBER: _ClassVar[int]
     REPLICATION_STATUS_FIELD_NUMBER: _ClassVar[int]
     IS_INITIALIZED_FIELD_NUMBER: _ClassVar[int]
+    HAS_DATA_DIRECTORY_FIELD_NUMBER: _ClassVar[int]
     POSTGRES_RUNNING_FIELD_NUMBER: _ClassVar[int]
     POSTGRES_STATUS_FIELD_NUMBER: _ClassVar[int]
     WAL_POSITION_FIELD_NUMBER: _ClassVar[int]
+    POSTGRES_ACTION_FIELD_NUMBER: _ClassVar[int]
     COHORT_MEMBERS_FIELD_NUMBER: _ClassVar[int]
     POSTGRES_READY_FIELD_NUMBER: _ClassVar[int]
     pooler_type: _clustermetadata_pb2.PoolerType
     primary_status: PrimaryStatus
     replication_status: StandbyReplicationStatus
     is_initialized: bool
+    has_data_directory: bool
     postgres_running: bool
     postgres_status: PostgresStatus
     wal_position: str
+    postgres_action: PostgresAction
     cohort_members: _containers.RepeatedCompositeFieldContainer[_clustermetadata_pb2.ID]
     postgres_ready: bool
-    def __init__(self, pooler_type: _Optional[_Union[_clustermetadata_pb2.PoolerType, str]] = ..., primary_status: _Optional[_Union[PrimaryStatus, _Mapping]] = ..., replication_status: _Optional[_Union[StandbyReplicationStatus, _Mapping]] = ..., is_initialized: _Optional[bool] = ..., postgres_running: _Optional[bool] = ..., postgres_status: _Optional[_Union[PostgresStatus, str]] = ..., wal_position: _Optional[str] = ..., cohort_members: _Optional[_Iterable[_Union[_clustermetadata_pb2.ID, _Mapping]]] = ..., postgres_ready: _Optional[bool] = ...) -> None: ...
+    def __init__(self, pooler_type: _Optional[_Union[_clustermetadata_pb2.PoolerType, str]] = ..., primary_status: _Optional[_Union[PrimaryStatus, _Mapping]] = ..., replication_status: _Optional[_Union[StandbyReplicationStatus, _Mapping]] = ..., is_initialized: _Optional[bool] = ..., has_data_directory: _Optional[bool] = ..., postgres_running: _Optional[bool] = ..., postgres_status: _Optional[_Union[PostgresStatus, str]] = ..., wal_position: _Optional[str] = ..., postgres_action: _Optional[_Union[PostgresAction, str]] = ..., cohort_members: _Optional[_Iterable[_Union[_clustermetadata_pb2.ID, _Mapping]]] = ..., postgres_ready: _Optional[bool] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()
