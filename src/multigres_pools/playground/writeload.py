@@ -22,7 +22,12 @@ from dataclasses import dataclass
 
 import psycopg
 
+from .history import History, Term
+
 TABLE = "mgp_writeload"
+# The term a write was acknowledged in: the timeline of the primary's current WAL (each promotion
+# starts a new one) and its postmaster's start time (which server run answered).
+TERM_SQL = "substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8), pg_postmaster_start_time()::text"
 
 
 @dataclass(frozen=True)
@@ -35,9 +40,12 @@ class Outage:
 
 class WriteLoad(threading.Thread):
     def __init__(self, find_primary: Callable[[], str | None], dsn: Callable[[str], str],
-                 interval: float = 0.02, table: str = TABLE) -> None:
+                 interval: float = 0.02, table: str = TABLE, history: History | None = None) -> None:
         super().__init__(name="writeload", daemon=True)
         self.find_primary, self.dsn, self.interval, self.table = find_primary, dsn, interval, table
+        # With a history, every write is recorded as invoke, then ok (with the term that acknowledged
+        # it), fail (an error before COMMIT) or info (an error in COMMIT: its outcome is unknown).
+        self.history = history
         self.acked: list[int] = []
         self.ack_times: list[float] = []
         self.errors: Counter[str] = Counter()
@@ -51,18 +59,29 @@ class WriteLoad(threading.Thread):
     # --- the loop ---------------------------------------------------------------------------------
     def run(self) -> None:
         while not self._stopping.is_set():
+            pending, committing = None, False  # the write sent in this turn, and whether its COMMIT was
             try:
                 conn = self._connection()
                 if conn is None:
                     self._stopping.wait(0.2)
                     continue
                 ident, self._next_id = self._next_id, self._next_id + 1
+                if self.history is not None:
+                    self.history.op("invoke", ident)
+                    pending = ident
                 with conn.cursor() as cur:
-                    cur.execute(f"INSERT INTO {self.table} (id) VALUES (%s)", (ident,))
+                    cur.execute(f"INSERT INTO {self.table} (id) VALUES (%s)"
+                                + (f" RETURNING {TERM_SQL}" if self.history is not None else ""), (ident,))
+                    row = cur.fetchone() if self.history is not None else None
+                committing = True
                 conn.commit()  # returns once the synchronous standbys confirmed (synchronous_commit=on)
                 self.acked.append(ident)
                 self.ack_times.append(time.monotonic())
+                if self.history is not None:
+                    self.history.op("ok", ident, term=Term(int(row[0], 16), str(row[1])) if row else None)
             except psycopg.Error as exc:
+                if self.history is not None and pending is not None:
+                    self.history.op("info" if committing else "fail", pending, error=type(exc).__name__)
                 self.errors[type(exc).__name__] += 1
                 if len(self.error_texts) < 50:
                     self.error_texts.add(f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}")

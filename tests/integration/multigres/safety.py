@@ -19,6 +19,7 @@ from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
 
 from multigres_pools.dataplane.base import ShardTopology
 from multigres_pools.dataplane.v0_1 import V0_1
+from multigres_pools.playground.history import History
 from multigres_pools.playground.localstack import PodEvent, PodTimeline, wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 from multigres_pools.playground.writeload import RecoverySampler, SyncSample, SyncSampler, WriteLoad
@@ -49,14 +50,15 @@ class Watched:
     goes to the primary's PostgreSQL, or with `through_gateway` through the multigateway (a client's
     path: the gateway routes to whichever pooler is the primary)."""
 
-    def __init__(self, stack: MultigresStack, through_gateway: bool = False) -> None:
+    def __init__(self, stack: MultigresStack, through_gateway: bool = False, history: History | None = None) -> None:
         self.stack = stack
         password = stack.password(SHARD)
         primary = last_good(stack.primary_ip)
         port = layout.MULTIGATEWAY_PG if through_gateway else layout.POSTGRES
         self.timeline = PodTimeline(stack.kubeconfig, stack.namespace)
         self.load = WriteLoad(find_primary=last_good(stack.gateway_ip) if through_gateway else primary,
-                              dsn=lambda host: stack.dsn(host, port=port, password=password), interval=0.01)
+                              dsn=lambda host: stack.dsn(host, port=port, password=password), interval=0.01,
+                              history=history)
         self.sync = SyncSampler(find_primary=primary, dsn=lambda host: stack.dsn(host, password=password))
         self.recovery = RecoverySampler(pods=stack.pool_addresses,
                                         dsn=lambda host: stack.dsn(host, password=password))
@@ -84,10 +86,10 @@ def assert_never_two_writable(watched: Watched) -> None:
 @contextmanager
 def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStack], dict[str, Any]],
                   replicas: int, through_gateway: bool = False, agent_args: tuple[str, ...] = (),
-                  node: str = "process") -> Iterator[Watched]:
+                  node: str = "process", history: History | None = None) -> Iterator[Watched]:
     """A started stack serving `shard` (a manifest, or a function of the stack giving one) with
-    `replicas` pool pods, under the write load (see Watched); everything stops on exit. `node`:
-    MultigresStack.node ("real": containers on a real kubelet)."""
+    `replicas` pool pods, under the write load (see Watched; with `history`, it records every write
+    there); everything stops on exit. `node`: MultigresStack.node ("real": containers on a real kubelet)."""
     stack = MultigresStack(workdir, progress=lambda line: print(line, flush=True), agent_args=agent_args, node=node)
     watched = None
     try:
@@ -96,7 +98,7 @@ def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStac
         stack.wait_serving(SHARD, replicas=replicas, timeout=600)
         if through_gateway:
             wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
-        watched = Watched(stack, through_gateway)
+        watched = Watched(stack, through_gateway, history)
         watched.start()
         yield watched
     finally:

@@ -1,0 +1,181 @@
+"""Plays a seeded schedule of data-plane faults (multigres_pools.playground.faults) against a watched
+stack on real Multigres v0.1.0, records a History beside it, and judges that with history_check.
+
+After each fault the run waits for the shard to serve again at full strength (one primary, every
+other pod a synchronous standby) and for the write load to be acknowledged again, so each fault
+meets a whole shard and its unavailability is its own. A fault the shard does not come back from
+fails the run there, after the table of what was seen so far is printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from multigres_pools.playground import faults
+from multigres_pools.playground.history import Deletion, History, RoleSample, SyncSample
+from multigres_pools.playground.history_check import Verdict, check
+from multigres_pools.playground.localstack import wait_for
+from multigres_pools.playground.multigres_stack import Member
+from multigres_pools.playground.writeload import TABLE
+
+from .safety import SHARD, Watched, app_names, converge, first_terminating, note, scale, uids, watched_stack
+
+DRAINING_STANDBY = "postgres-kill-draining-standby"
+# Kinds, and whether they are held (healed after a pause) or instant (a kill: the pod's supervisor heals).
+KINDS = {"postgres-kill-primary": False, DRAINING_STANDBY: False, "multiorch-kill": False,
+         "freeze-primary": True, "partition-primary": True, "agent-topology-isolation": True}
+RECOVER_S = 300.0  # to serve at full strength again after one fault, on two shared cores
+
+
+def reproduce_command(seed: int, count: int, test: str) -> str:
+    """One command that plays the same schedule again (`test`: the test file), from the repository root."""
+    hold = os.environ.get("FAULT_HOLD_MAX", "8")
+    return (f"FAULT_SEED={seed} FAULT_COUNT={count} FAULT_HOLD_MAX={hold} .venv/bin/python -m pytest "
+            f"-p no:cacheprovider -s -x {os.path.relpath(test)}")
+
+
+class FaultRun:
+    def __init__(self, watched: Watched, history: History, replicas: int) -> None:
+        self.watched, self.stack, self.history, self.replicas = watched, watched.stack, history, replicas
+        self.started = time.monotonic()
+        self.names: dict[str, str] = {}  # uid -> standby name of every pool pod seen
+
+    def log(self, what: str) -> None:
+        print(f"[faults {time.monotonic() - self.started:7.1f}s] {what}", flush=True)
+
+    def primary(self) -> Member:
+        return wait_for(self.stack.primary, 120, "one primary", interval=0.5)
+
+    def play(self, schedule: list[faults.Planned]) -> None:
+        for number, step in enumerate(schedule, 1):
+            time.sleep(step.pause_s)
+            self.log(f"fault {number}/{len(schedule)}: {step.kind}, held {step.hold_s}s")
+            if step.kind == DRAINING_STANDBY:
+                self._kill_a_draining_standby()
+            else:
+                self._inject(step.kind, step.hold_s)
+            self._wait_recovered(step.kind)
+
+    def _inject(self, kind: str, hold_s: float) -> None:
+        primary = self.primary()
+        injector: AbstractContextManager[Any]
+        target = primary.pod
+        if kind == "postgres-kill-primary":
+            injector = faults.postgres_kill(self.stack, primary.ip)
+        elif kind == "multiorch-kill":
+            injector, target = faults.multiorch_kill(self.stack), "multiorch"
+        elif kind == "freeze-primary":
+            injector = faults.freeze(self.stack, primary.ip)
+        elif kind == "partition-primary":
+            standbys = [ip for _, ip in self.stack.pool_addresses() if ip != primary.ip]
+            injector = faults.partition(self.stack, primary.ip, standbys)
+        elif kind == "agent-topology-isolation":
+            injector, target = faults.topology_isolation(self.stack), "agent"
+        else:
+            raise ValueError(f"fault kind {kind!r} is not one of {', '.join(KINDS)}")
+        with self._recorded(kind, target), injector as what:
+            self.log(f"  injected on {target}: {what}")
+            time.sleep(hold_s)
+
+    @contextlib.contextmanager
+    def _recorded(self, kind: str, target: str) -> Iterator[None]:
+        self.history.fault(kind, "start", target)
+        try:
+            yield
+        finally:
+            self.history.fault(kind, "end", target)
+
+    def _kill_a_draining_standby(self) -> None:
+        """A scale-down by one; the standby it drains has its PostgreSQL SIGKILLed mid-drain; then
+        back up, so the next fault meets a whole shard again."""
+        before = uids(self.stack)
+        self.names.update(app_names(self.stack))
+        generation = scale(self.stack, self.replicas - 1)
+        timeline = self.watched.timeline
+        uid = wait_for(lambda: next((u for u in before if {"draining", "acknowledged"} & set(timeline.drain_states(u))),
+                                    None), 300, "a standby's drain to start", interval=0.05)
+        address = self.stack.kubelet.pod_ip(self.stack.namespace, before[uid]) if self.stack.kubelet else None
+        assert address, f"{before[uid]} has no address"
+        role = "the primary" if address == self.stack.primary_ip() else "a standby"
+        with self._recorded(DRAINING_STANDBY, before[uid]), faults.postgres_kill(self.stack, address) as pid:
+            self.log(f"  {before[uid]} ({role}) in {timeline.drain_states(uid)[-1]}: postmaster {pid} SIGKILLed")
+        converge(self.stack, generation, replicas=self.replicas - 1)
+        moment = first_terminating(self.watched, uid)
+        if moment is not None:
+            self.history.deletions.append(Deletion(moment, self.names[uid]))
+        self.log(f"  drain of {before[uid]}: {' -> '.join(timeline.drain_states(uid))}")
+        converge(self.stack, scale(self.stack, self.replicas), replicas=self.replicas)
+
+    def _wait_recovered(self, kind: str) -> None:
+        started = time.monotonic()
+        self.stack.wait_serving(SHARD, replicas=self.replicas, timeout=RECOVER_S)
+        self.watched.load.wait_for_acks(5, timeout=RECOVER_S)
+        self.log(f"  {kind}: serving at full strength again after {time.monotonic() - started:.1f}s")
+
+    # --- the verdict --------------------------------------------------------------------------------
+    def verdict(self) -> Verdict:
+        """Stops the write load, reads every row on the primary, and judges the history."""
+        self.watched.load.stop()
+        primary = self.primary()
+        password = self.stack.password(SHARD)
+        with psycopg.connect(self.stack.dsn(primary.ip, password=password), connect_timeout=5) as conn:
+            present = {row[0] for row in conn.execute(f"SELECT id FROM {TABLE}").fetchall()}
+        self.history.roles += [RoleSample(s.at, s.writable, s.answered) for s in list(self.watched.recovery.samples)]
+        self.history.sync += [SyncSample(s.at, s.synchronous_standby_names) for s in list(self.watched.sync.samples)]
+        return check(self.history, present)
+
+
+def report(run: FaultRun, verdict: Verdict, seed: int, count: int, test: str) -> None:
+    note("faults: seed", f"{seed} (reproduce: {reproduce_command(seed, count, test)})")
+    note("faults: writes", f"{verdict.acknowledged} acknowledged, {len(verdict.lost)} lost, "
+                           f"{len(verdict.indeterminate)} indeterminate; errors {dict(run.watched.load.errors)}")
+    for fault in verdict.faults:
+        note("faults: fault", f"{fault.kind} on {fault.target} at {fault.start - run.started:.1f}s: "
+                              f"survived {fault.survived}, unavailable {fault.unavailable_s}s")
+    print(verdict.table(), flush=True)
+    note("faults: problems", verdict.problems() or "none")
+
+
+def seed_from_env(default: int) -> int:
+    return int(os.environ.get("FAULT_SEED", str(default)))
+
+
+@contextlib.contextmanager
+def fault_stack(workdir: Path, replicas: int) -> Iterator[tuple[Watched, History]]:
+    """A shard of `replicas` pods under a write load through the multigateway that records its history."""
+    faults.sweep_tables()
+    history = History()
+    with watched_stack(workdir, lambda stack: stack.sample_shard(replicas=replicas, name=SHARD), replicas,
+                       through_gateway=True, history=history) as watched:
+        yield watched, history
+
+
+def run_schedule(watched: Watched, history: History, replicas: int, seed: int, count: int,
+                 kinds: Sequence[str], test: str) -> Verdict:
+    """Plays `count` faults of `kinds` drawn from `seed`, prints the table, and checks that every
+    injector healed (no nftables table, no stopped process). Returns the checker's verdict."""
+    # FAULT_HOLD_MAX: the longest a held fault lasts (default 8 s; multiorch's failover grace is 4 s plus
+    # up to 8 s of jitter, so longer holds let it fail over while the old primary is frozen or cut off).
+    schedule = faults.plan(seed, kinds, count, instant=[k for k in kinds if not KINDS[k]],
+                           hold_s=(2.0, float(os.environ.get("FAULT_HOLD_MAX", "8"))))
+    note("faults: schedule", f"seed {seed}: {[(s.kind, s.pause_s, s.hold_s) for s in schedule]}")
+    run = FaultRun(watched, history, replicas)
+    try:
+        run.play(schedule)
+    except BaseException:
+        with contextlib.suppress(Exception):  # what was seen until then, for the report
+            report(run, run.verdict(), seed, count, test)
+        assert faults.leftovers(watched.stack) == []
+        raise
+    verdict = run.verdict()
+    report(run, verdict, seed, count, test)
+    assert faults.leftovers(watched.stack) == []
+    return verdict

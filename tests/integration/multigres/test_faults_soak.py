@@ -1,0 +1,34 @@
+"""The seeded data-plane fault schedule on real Multigres v0.1.0 (`make soak`; docs/reliability.md,
+"Data-plane faults"): FAULT_COUNT faults (default 12) of every kind the injectors make real, drawn
+from FAULT_SEED (printed with the command that reproduces it), each one recovered from before the
+next, judged by the independent checker over the recorded history.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from multigres_pools.playground.history import History
+
+from .faultrun import KINDS, fault_stack, run_schedule, seed_from_env
+from .safety import Watched
+
+pytestmark = [pytest.mark.multigres, pytest.mark.cluster, pytest.mark.soak, pytest.mark.timeout(3600)]
+REPLICAS = 3
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[tuple[Watched, History]]:
+    with fault_stack(tmp_path_factory.mktemp("faults-soak"), REPLICAS) as pair:
+        yield pair
+
+
+def test_faults_soak(recorded: tuple[Watched, History]) -> None:
+    watched, history = recorded
+    count = int(os.environ.get("FAULT_COUNT", "12"))
+    verdict = run_schedule(watched, history, REPLICAS, seed_from_env(1127), count, tuple(KINDS), __file__)
+    assert verdict.problems() == []
+    assert all(f.survived for f in verdict.faults)
