@@ -68,6 +68,9 @@ class Context:
     stalled: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     # (namespace, pod) -> the unknown drain-state value already reported, so it is reported once.
     unknown_drains: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Pod uid -> the restore fact this process last wrote on it (restore_watch.py): a pod object listed
+    # before that write must not make it start the story again.
+    restores: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Builds the adapter for a Multigres version a MultigresShard declares (spec.multigres.version)
     # when it is not `dataplane`'s; None = every shard is served by `dataplane`.
     plane_factory: Callable[[keys.MultigresVersion], DataPlane] | None = None

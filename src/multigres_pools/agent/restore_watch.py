@@ -65,7 +65,8 @@ def publish_restores(ctx: Context, view: ShardView) -> int:
         pooler = view.own_id(pod)
         if pooler is None:
             continue
-        previous = facts.json_annotation(pod, keys.ANN_RESTORE)
+        uid = facts.uid(pod) or podinfo.name(pod)
+        previous = ctx.restores.get(uid) or facts.json_annotation(pod, keys.ANN_RESTORE)
         done = pooler in round_.in_recovery or pooler in round_.writable
         fact = next_fact(previous, round_.actions.get(pooler), done, now_rfc3339(ctx.clock()),
                          _newest_backup(view.shard), round_.positions.get(pooler))
@@ -73,6 +74,7 @@ def publish_restores(ctx: Context, view: ShardView) -> int:
             continue
         ctx.effect("write:restore")
         ctx.kube.patch_pod_meta(pod, annotations={keys.ANN_RESTORE: json.dumps(fact, sort_keys=True)})
+        ctx.restores[uid] = fact
         written += 1
         message = _describe(podinfo.name(pod), fact)
         ctx.log.info("restore", extra={"pod": podinfo.name(pod), "detail": message})

@@ -77,3 +77,45 @@ def test_a_first_backup_shows_as_such_and_no_restore_is_reported() -> None:
     cond = bootstrap.restoring_condition(pods)
     assert cond["reason"] == "CreatingFirstBackup" and "a new, empty shard" in cond["message"]
     assert bootstrap.restore_status(pods) == {}
+
+
+class _Kube:
+    def __init__(self) -> None:
+        self.patches: list[dict] = []
+        self.events: list[str] = []
+
+    def patch_pod_meta(self, pod: dict, annotations: dict) -> dict:
+        self.patches.append(annotations)
+        return pod
+
+    def event(self, target: dict, reason: str, message: str, warning: bool = False) -> None:
+        self.events.append(reason)
+
+
+def test_a_pod_listed_before_the_agents_own_write_does_not_restart_the_story() -> None:
+    """The pods of a pass can predate what the previous pass wrote: one RestoreStarted per restore."""
+    import logging
+    from types import SimpleNamespace
+
+    from multigres_pools.agent.restore_watch import publish_restores
+    from multigres_pools.dataplane.base import Leadership
+
+    a = PoolerId("zone1", "a")
+    pod = {"metadata": {"name": "p-0", "uid": "u-0", "annotations": {}}, "status": {}}
+    kube = _Kube()
+    ctx = SimpleNamespace(kube=kube, clock=lambda: 1795773600.0, effect=lambda name: None, restores={},
+                          log=logging.getLogger("test"))
+    restoring = Leadership(None, None, actions={a: PostgresAction.RESTORING})
+    done = Leadership(None, None, in_recovery=frozenset({a}), positions={a: "0/9000000"})
+
+    def view(round_: Leadership) -> SimpleNamespace:
+        return SimpleNamespace(dataplane=SimpleNamespace(confirms_leader=True), poolers=[], pods=[pod],
+                               shard=None, leadership=lambda: round_, own_id=lambda p: a,
+                               event_targets=lambda p: [p])
+
+    assert publish_restores(ctx, view(restoring)) == 1  # type: ignore[arg-type]
+    assert publish_restores(ctx, view(restoring)) == 0  # type: ignore[arg-type]  # the same stale pod
+    assert publish_restores(ctx, view(done)) == 1  # type: ignore[arg-type]
+    assert publish_restores(ctx, view(done)) == 0  # type: ignore[arg-type]
+    assert kube.events == ["RestoreStarted", "RestoreCompleted"]
+    assert json.loads(kube.patches[-1][keys.ANN_RESTORE])["walPosition"] == "0/9000000"
