@@ -289,12 +289,15 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
     recorded = bootstrap.recorded_backup(shard_cr(stack), None)
     assert recorded, "the shard recorded no backup: the guard would rightly let it initdb"
     load.wait_for_acks(20, timeout=120)
-    archived = list(load.acked)  # before the switch: every one of them is in the segment it closes
+    # Before the switch, so every one of them is in the segment it closes; and only those the primary
+    # has: the load's list also holds the rows the previous test's loss took (its RPO).
+    acked = list(load.acked)
+    archived = sorted(_present(watched, acked))
     segment = _switch_and_archive(watched)
     aside = stack.workdir / "repository-aside"  # the same filesystem: moved, owners and modes kept
     lost_at = time.monotonic()
     gone_at = _lose_everything(watched, repository_aside=aside)
-    at_loss = list(load.acked)  # nothing is acknowledged while every pod is gone
+    at_loss = list(load.acked)[len(acked):]  # acknowledged since `archived`; none while every pod is gone
     repository = _repository(watched)
 
     def refused() -> dict[str, Any] | None:
@@ -345,12 +348,13 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
         raise AssertionError(f"after the repository came back: {exc}") from exc
     serving = time.monotonic() - back_at
     present = _present(watched, archived)
-    lost = [i for i in at_loss if i not in _present(watched, at_loss)]
+    after = _present(watched, at_loss)
+    lost = [i for i in at_loss if i not in after]
     wait_for(lambda: _condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED).get("status") == "False", 60,
              "BootstrapRefused to clear", interval=1)
     note("repository back", {"serving again after (s)": round(serving, 1), "loss to serving (s)":
                              round(time.monotonic() - lost_at, 1), "acknowledged before the archived segment":
                              len(archived), "back": len(present), "segment": segment,
-                             "acknowledged before the loss": len(at_loss), "RPO rows": len(lost),
+                             "acknowledged after the switch, before the loss": len(at_loss), "RPO rows": len(lost),
                              "cleared events": len(_shard_events(watched, "BootstrapAllowed"))})
     assert set(archived) <= present, "a row acknowledged before the archived segment is missing"
