@@ -63,6 +63,7 @@ class Verdict:
     acknowledged: int
     lost: list[int]
     indeterminate: list[int]
+    indeterminate_present: list[int]  # of those, the ones that were written after all (reported, not judged)
     failed_but_present: list[int]
     two_primaries: list[tuple[float, tuple[str, ...]]]
     stale_acks: list[tuple[int, Term, Term]]  # (write, its term, the newer term acknowledged before it was sent)
@@ -119,7 +120,8 @@ def check(history: History, present: set[int]) -> Verdict:
     failed_present = sorted(o.ident for o in outcome.values() if o.type == "fail" and o.ident in present)
     faults = _fault_outcomes(history.faults, oks, _horizon(history))
     return Verdict(
-        acknowledged=len(oks), lost=lost, indeterminate=indeterminate, failed_but_present=failed_present,
+        acknowledged=len(oks), lost=lost, indeterminate=indeterminate,
+        indeterminate_present=[i for i in indeterminate if i in present], failed_but_present=failed_present,
         two_primaries=[(s.at, s.writable) for s in history.roles if len(s.writable) > 1],
         stale_acks=_stale_acks(oks, invoked), overlapping_reigns=_overlapping_reigns(oks),
         deleted_in_sync_set=_deleted_in_sync_set(history),

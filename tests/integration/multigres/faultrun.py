@@ -136,7 +136,9 @@ class FaultRun:
 def report(run: FaultRun, verdict: Verdict, seed: int, count: int, test: str) -> None:
     note("faults: seed", f"{seed} (reproduce: {reproduce_command(seed, count, test)})")
     note("faults: writes", f"{verdict.acknowledged} acknowledged, {len(verdict.lost)} lost, "
-                           f"{len(verdict.indeterminate)} indeterminate; errors {dict(run.watched.load.errors)}")
+                           f"{len(verdict.indeterminate)} indeterminate ({len(verdict.indeterminate_present)} of "
+                           f"them written after all); errors {dict(run.watched.load.errors)}")
+    note("faults: client errors", sorted(run.watched.load.error_texts))
     for fault in verdict.faults:
         note("faults: fault", f"{fault.kind} on {fault.target} at {fault.start - run.started:.1f}s: "
                               f"survived {fault.survived}, unavailable {fault.unavailable_s}s")

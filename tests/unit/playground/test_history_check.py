@@ -37,6 +37,7 @@ def test_a_clean_failover_holds_and_measures_the_outage() -> None:
     verdict = check(history, present=set(acked) | {100})
     assert verdict.problems() == []
     assert verdict.acknowledged == len(acked) and verdict.indeterminate == [100]
+    assert verdict.indeterminate_present == [100]  # written after all: reported, not a problem
     [fault] = verdict.faults
     assert fault.survived and fault.unavailable_s == pytest.approx(15.1 - 9.1, abs=0.05)
     row = verdict.rows["postgres-kill-primary"]
@@ -51,7 +52,7 @@ def test_a_missing_acknowledged_write_is_lost_but_a_missing_indeterminate_one_is
     writes(history, 50, 5.0, 8.0, "info")
     history.op("invoke", 51, at=8.5)  # never answered: the run ended
     verdict = check(history, present=set(acked) - {3})
-    assert verdict.lost == [3] and verdict.indeterminate == [50, 51]
+    assert verdict.lost == [3] and verdict.indeterminate == [50, 51] and verdict.indeterminate_present == []
     assert "1 acknowledged writes lost: [3]" in verdict.problems()
 
 
