@@ -156,9 +156,14 @@ def multiorch_kill(stack: MultigresStack) -> Iterator[list[int]]:
 
 @contextlib.contextmanager
 def freeze(stack: MultigresStack, pod_ip: str) -> Iterator[list[int]]:
-    """SIGSTOP the whole pod; on leaving, SIGCONT what was stopped and anything stopped since (a
-    container restarted by a failed probe is new and runs; a leftover would be a bug of ours)."""
-    netns = pod_netns(stack, pod_ip)
+    with freeze_netns(pod_netns(stack, pod_ip)) as pids:
+        yield pids
+
+
+@contextlib.contextmanager
+def freeze_netns(netns: str) -> Iterator[list[int]]:
+    """SIGSTOP every process in `netns`; on leaving, SIGCONT what was stopped and anything stopped
+    since (a container restarted by a failed probe is new and runs; a leftover would be a bug of ours)."""
     pids = netns_pids(netns)
     try:
         for pid in pids:
@@ -173,14 +178,20 @@ def freeze(stack: MultigresStack, pod_ip: str) -> Iterator[list[int]]:
 
 @contextlib.contextmanager
 def partition(stack: MultigresStack, pod_ip: str, peers: Sequence[str]) -> Iterator[str]:
-    """The pod can neither send to nor hear from `peers` (established connections included: a
-    dropped packet, not a reset, as a network partition would)."""
+    with partition_netns(pod_netns(stack, pod_ip), peers) as name:
+        yield name
+
+
+@contextlib.contextmanager
+def partition_netns(netns: str, peers: Sequence[str]) -> Iterator[str]:
+    """What runs in `netns` can neither send to nor hear from `peers` (established connections
+    included: a dropped packet, not a reset, as a network partition would)."""
     if not peers:
         raise FaultError("a partition needs peers")
     addresses = ", ".join(peers)
     chains = (f"chain input {{ type filter hook input priority -10; ip saddr {{ {addresses} }} drop; }}\n"
               f"chain output {{ type filter hook output priority -10; ip daddr {{ {addresses} }} drop; }}")
-    with _table(chains, pod_netns(stack, pod_ip)) as name:
+    with _table(chains, netns) as name:
         yield name
 
 

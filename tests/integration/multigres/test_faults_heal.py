@@ -1,0 +1,74 @@
+"""The held fault injectors undo themselves when the test around them fails mid-fault: run against
+a real network namespace of their own with real processes in it (root, iproute2 and nft, as the
+process kubelet needs), no Multigres."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from multigres_pools.playground.faults import freeze_netns, partition_netns, stopped_pids, tables
+from multigres_pools.playground.localstack import free_port, wait_for
+from multigres_pools.playground.podnet import ip, kill_netns_processes
+
+CONNECT = "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=1)"
+
+
+class FailedMidFault(Exception):
+    pass
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    name = f"mgpheal{os.getpid()}"  # not the process kubelet's prefix: its sweep never touches it
+    ip("netns", "add", name)
+    try:
+        ip("link", "set", "lo", "up", netns=name)
+        yield name
+    finally:
+        kill_netns_processes(name)
+        ip("netns", "del", name, check=False)
+
+
+def in_netns(netns: str, *argv: str) -> list[str]:
+    return ["ip", "netns", "exec", netns, *argv]
+
+
+def connects(netns: str, port: int) -> bool:
+    return subprocess.run(in_netns(netns, sys.executable, "-c", CONNECT, str(port)), capture_output=True,
+                          check=False, timeout=30).returncode == 0
+
+
+def test_a_frozen_namespace_is_thawed_when_the_test_fails(netns: str) -> None:
+    sleeper = subprocess.Popen(in_netns(netns, "sleep", "300"))
+    try:
+        wait_for(lambda: not stopped_pids(netns) and sleeper.poll() is None, 10, "the sleeper to run")
+        with pytest.raises(FailedMidFault), freeze_netns(netns) as frozen:
+            assert sleeper.pid in frozen
+            wait_for(lambda: stopped_pids(netns) == [sleeper.pid], 10, "the sleeper to stop")
+            raise FailedMidFault
+        assert stopped_pids(netns) == []
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
+
+
+def test_a_partition_is_removed_when_the_test_fails(netns: str) -> None:
+    port = free_port()
+    server = subprocess.Popen(in_netns(netns, sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: connects(netns, port), 30, "the server in the namespace", interval=0.2)
+        with pytest.raises(FailedMidFault), partition_netns(netns, ["127.0.0.1"]) as table:
+            assert tables(netns) == [table]
+            assert not connects(netns, port)
+            raise FailedMidFault
+        assert tables(netns) == []
+        assert connects(netns, port)
+    finally:
+        server.kill()
+        server.wait(10)
