@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
-from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import ENV_ALLOWED_IMAGES, SpecPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import connect
+from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import ENV_ALLOWED_IMAGES, SpecPolicy
 
 from bench.context import print_context
 from multigres_pools.playground.cluster import Cluster

@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from bench.context import print_context
 from multigres_pools.playground.localstack import PodTimeline, wait_for

@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
 
 from bench.context import print_context
 from multigres_pools.playground.localstack import (

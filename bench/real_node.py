@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import layout
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 
 from bench.context import print_context
 from multigres_pools.playground.localstack import wait_for

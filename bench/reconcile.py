@@ -26,8 +26,11 @@ import uuid
 from pathlib import Path
 
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import keys, kube, model, render
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import client as kube
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
 from bench.context import print_context
 

@@ -13,7 +13,8 @@ import argparse
 import json
 import time
 
-from ansible_collections.multigres.pools.plugins.module_utils import model, render
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
 from bench.context import print_context
 

@@ -26,7 +26,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from bench.context import print_context
 from multigres_pools.playground.localstack import wait_for

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+    from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Kube:
 
     def client(self):  # type: ignore[no-untyped-def]
         """The engine's KubeClient: what the agent and the operator use."""
-        from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
+        from ansible_collections.multigres.pools.plugins.module_utils.kube.client import connect
 
         return connect(str(self.kubeconfig))
 
@@ -120,7 +120,7 @@ def _delete_namespace(core, name: str) -> None:  # type: ignore[no-untyped-def]
 def kube_client(kube: Kube) -> Iterator[KubeClient]:
     """The engine's KubeClient with the MultigresShard CRD installed; fresh per test, so its request
     counts (cleared after the install) are the test's own."""
-    from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
+    from ansible_collections.multigres.pools.plugins.module_utils.kube.client import connect
 
     from multigres_pools.playground.localstack import install_crd
 

@@ -20,7 +20,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.multigres.pools.plugins.module_utils import deps
 
 if deps.HAS_ENGINE:  # warm-up only: without the libraries, the reconcile task itself names them
-    from ansible_collections.multigres.pools.plugins.module_utils import reconcile_task  # noqa: F401  # pylint: disable=unused-import
+    from ansible_collections.multigres.pools.plugins.module_utils.reconcile import task as reconcile_task  # noqa: F401  # pylint: disable=unused-import
 
 
 def read_job(fifo: str, idle_timeout: float) -> list[dict[str, str]]:

@@ -13,13 +13,14 @@ from typing import Any, cast
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
-from ansible_collections.multigres.pools.plugins.module_utils import deps, reconcile_args
+from ansible_collections.multigres.pools.plugins.module_utils import deps
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile import arguments as reconcile_args
 
 # Imported at load time on purpose: the strategy loads this class in the main ansible-playbook
 # process, so every worker it forks starts with the engine already imported. A controller without
 # the engine's libraries runs the module instead, which names the missing one.
 if deps.HAS_ENGINE:
-    from ansible_collections.multigres.pools.plugins.module_utils import reconcile_task
+    from ansible_collections.multigres.pools.plugins.module_utils.reconcile import task as reconcile_task
 
 LOCAL_CONNECTIONS = frozenset({"local", "ansible.builtin.local"})
 # Set to 0 to always run the module in its own process (to compare, or to debug the module path).

@@ -203,10 +203,11 @@ errors:
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.multigres.pools.plugins.module_utils import deps, reconcile_args  # noqa: E402
+from ansible_collections.multigres.pools.plugins.module_utils import deps  # noqa: E402
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile import arguments as reconcile_args  # noqa: E402
 
 if deps.HAS_ENGINE:  # else main() fails with the missing library's name and the pip command
-    from ansible_collections.multigres.pools.plugins.module_utils import reconcile_task
+    from ansible_collections.multigres.pools.plugins.module_utils.reconcile import task as reconcile_task
 
 
 def main() -> None:

@@ -93,8 +93,10 @@ from ansible_collections.multigres.pools.plugins.module_utils import deps  # noq
 
 if deps.HAS_ENGINE:  # else main() fails with the missing library's name and the pip command
     import yaml
-    from ansible_collections.multigres.pools.plugins.module_utils import inputs, output, render_folder
-    from ansible_collections.multigres.pools.plugins.module_utils.model import (
+    from ansible_collections.multigres.pools.plugins.module_utils.render import folder as render_folder
+    from ansible_collections.multigres.pools.plugins.module_utils.render import output
+    from ansible_collections.multigres.pools.plugins.module_utils.spec import inputs
+    from ansible_collections.multigres.pools.plugins.module_utils.spec.model import (
         DnsLabel,
         MultigresShard,
         SpecError,

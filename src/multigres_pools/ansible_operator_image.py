@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.paths import collection_root
 from multigres_pools.playground.ansible_operator import VERSION

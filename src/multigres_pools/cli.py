@@ -26,16 +26,21 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, inputs, keys, output, render_folder
-from ansible_collections.multigres.pools.plugins.module_utils.model import (
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import folder as render_folder
+from ansible_collections.multigres.pools.plugins.module_utils.render import output
+from ansible_collections.multigres.pools.plugins.module_utils.spec import inputs
+from ansible_collections.multigres.pools.plugins.module_utils.spec.model import (
     DnsLabel,
     Image,
     MultigresShard,
     SpecError,
     value_problem,
 )
-from ansible_collections.multigres.pools.plugins.module_utils.model_security import ObjectName
-from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy, parse_list
+from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy, parse_list
+from ansible_collections.multigres.pools.plugins.module_utils.spec.security import ObjectName
+
+from multigres_pools.install import bundle
 
 from . import cli_guard, cli_help
 from .version import version

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, write_fence
-from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, KubeError
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import write_fence
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import Credentials, KubeClient, KubeError
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
 
 DEFAULT_ADDR = "127.0.0.1:8080"
 METRICS_PATH = "/metrics"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import socket
 
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
 
 
 def pod_address(kube: KubeClient, hostname: str) -> str:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import TypeVar
 
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, connect
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, KubeError, connect
 
 _T = TypeVar("_T")
 

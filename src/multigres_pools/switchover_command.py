@@ -20,8 +20,9 @@ import sys
 import time
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from . import cli_help, shard_command
 from .shard_command import EXIT_CONFIG, Failure

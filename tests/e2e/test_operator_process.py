@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys, labels, monitoring
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
-from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.core.naming import ShardId
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, connect
 
+from multigres_pools.install import bundle, monitoring
 from multigres_pools.playground.localstack import Process, free_port, http_get, reconcile_count, wait_for
 from tests.helpers import promql, service_accounts
 

@@ -18,9 +18,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import connect
 
+from multigres_pools.install import bundle
 from multigres_pools.operator.runner import PlaybookRunner
 from multigres_pools.playground import demo
 from multigres_pools.playground.localstack import LocalStack, PodEvent, PodTimeline, wait_for

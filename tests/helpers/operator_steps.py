@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.playground.kubelet import FakeKubelet
 from tests.helpers.fake_agent import FakeAgent

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
+from multigres_pools.install import bundle
 from tests.helpers.polling import eventually
 
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",

@@ -1,5 +1,5 @@
 """The prose docs say only what the code defines: no placeholder left in them, no annotation or
-label key that keys.py does not spell, no drain state that keys.DrainState does not have."""
+label key that core/keys.py does not spell, no drain state that keys.DrainState does not have."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from tests.helpers.collection import REPO
 
@@ -27,7 +27,7 @@ DRAIN_IN = re.compile(rf"\bdrain (?:is |in |from |to |back to |state )`({STATE_T
 
 
 def known_keys() -> set[str]:
-    """Every string constant of keys.py: label and annotation keys, finalizers, the API group."""
+    """Every string constant of core/keys.py: label and annotation keys, finalizers, the API group."""
     return {value for name, value in vars(keys).items() if name.isupper() and isinstance(value, str)}
 
 
@@ -51,7 +51,7 @@ def unknown_drain_states(text: str) -> list[str]:
 
 def problems(text: str) -> list[str]:
     return ([f"placeholder {p}" for p in placeholders(text)]
-            + [f"key {k} not in keys.py" for k in unknown_keys(text, known_keys())]
+            + [f"key {k} not in core/keys.py" for k in unknown_keys(text, known_keys())]
             + [f"drain state {s} not in keys.DrainState" for s in unknown_drain_states(text)])
 
 
@@ -67,7 +67,7 @@ def test_the_checks_catch_what_they_are_for() -> None:
             "a drain in `stuck`.")
     assert problems(text) == [
         "placeholder PHASES_PLACEHOLDER", "placeholder TBD",
-        "key pools.multigres.com/no-such-key not in keys.py", "key multigres.com/rolez not in keys.py",
+        "key pools.multigres.com/no-such-key not in core/keys.py", "key multigres.com/rolez not in core/keys.py",
         "drain state external-deletion not in keys.DrainState", "drain state stuck not in keys.DrainState",
         "drain state external-deletion not in keys.DrainState",
     ]

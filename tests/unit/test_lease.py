@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, write_fence
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import write_fence
 
 from multigres_pools.lease import ElectionTiming, LeaseRecord, Observation, holds, may_take, observe
 

@@ -18,8 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, load_credentials
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import (
+    Credentials,
+    KubeClient,
+    load_credentials,
+)
 
 from .. import cli_help, dataplane, lease, logs, metrics_access
 from ..dataplane.base import DataPlane

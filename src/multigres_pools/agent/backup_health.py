@@ -11,11 +11,13 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..dataplane.base import Backup, DataPlaneError, RefusalReason
 from . import podinfo
-from .context import Context, Obj
+from .context import Context
 
 
 def backup_time(backup_id: str) -> datetime | None:
@@ -54,7 +56,7 @@ def evaluate(backups: list[Backup], now: datetime, stale_after_s: float) -> dict
     return verdict
 
 
-def check(ctx: Context, shard: Obj) -> dict[str, Any] | None:
+def check(ctx: Context, shard: Manifest) -> dict[str, Any] | None:
     """GetBackups on the shard's primary and publish the verdict; None when it could not be judged."""
     topo = podinfo.cr_topology(shard)
     if topo is None:

@@ -17,25 +17,27 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.keys import BackupType
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import BackupType
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, Pooler
 from . import backup_schedule, podinfo
 from .backup_schedule import Decision, Inputs, Mark, PodFacts
-from .context import Context, NotLeader, Obj, ShardView
+from .context import Context, NotLeader, ShardView
 from .kube import Conflict, KubeUnavailable
 
 BACKUP_RPC_TIMEOUT_S = backup_schedule.MARK_EXPIRY.total_seconds() - 120  # past v0.1.0's own 30 min
 
 
-def read_state(shard: Obj) -> dict[str, Any]:
+def read_state(shard: Manifest) -> dict[str, Any]:
     return facts.json_annotation(shard, keys.ANN_BACKUP_STATE) or {}
 
 
-def schedules(shard: Obj) -> dict[BackupType, str]:
+def schedules(shard: Manifest) -> dict[BackupType, str]:
     """spec.backup.schedules with the model's defaults for what the CR leaves out."""
-    from ansible_collections.multigres.pools.plugins.module_utils.model import BackupSchedules
+    from ansible_collections.multigres.pools.plugins.module_utils.spec.model import BackupSchedules
 
     raw = ((shard.get("spec") or {}).get("backup") or {}).get("schedules") or {}
     try:
@@ -45,7 +47,7 @@ def schedules(shard: Obj) -> dict[BackupType, str]:
     return {BackupType.FULL: parsed.full, BackupType.DIFFERENTIAL: parsed.differential}
 
 
-def rolling_update(shard: Obj) -> bool:
+def rolling_update(shard: Manifest) -> bool:
     return facts.condition_true(shard, keys.ShardCondition.ROLLING_UPDATE.value)
 
 
@@ -85,7 +87,7 @@ class BackupRunner:
             if fresh is not None:
                 self._step(view, fresh)
 
-    def _step(self, view: ShardView, shard: Obj) -> None:
+    def _step(self, view: ShardView, shard: Manifest) -> None:
         now = self._now()
         marks = self._live_marks(view, now)
         state = read_state(shard)
@@ -125,7 +127,7 @@ class BackupRunner:
         return live
 
     @staticmethod
-    def _pod_facts(view: ShardView, pod: Obj, plane: DataPlane | None) -> PodFacts:
+    def _pod_facts(view: ShardView, pod: Manifest, plane: DataPlane | None) -> PodFacts:
         primary = view.is_primary(pod)
         replicating = True
         if plane is not None and not primary:
@@ -136,14 +138,14 @@ class BackupRunner:
                         replicating=replicating, draining=reading.state is not None or reading.unknown is not None,
                         terminating=podinfo.deleting(pod))
 
-    def _refuse_request(self, shard: Obj, raw: str) -> None:
+    def _refuse_request(self, shard: Manifest, raw: str) -> None:
         known = ", ".join(t.value for t in BackupType)
         self.ctx.effect("write:backup-request")
         self.ctx.kube.patch_shard_annotations(shard, {keys.ANN_BACKUP_REQUEST: None})
         self.ctx.kube.event(shard, "BackupRequestRefused", f"{keys.ANN_BACKUP_REQUEST}={raw!r} is not one of "
                             f"{known}; removed, nothing started", warning=True)
 
-    def _record(self, shard: Obj, state: dict[str, Any], decision: Decision, running: dict[str, Any] | None,
+    def _record(self, shard: Manifest, state: dict[str, Any], decision: Decision, running: dict[str, Any] | None,
                 request_done: bool = False) -> None:
         """Write the state annotation when it changes (and remove an acknowledged request with it)."""
         new = dict(state)
@@ -166,7 +168,7 @@ class BackupRunner:
         if decision.wait and decision.wait != state.get("waiting"):
             self.ctx.kube.event(shard, "BackupWaiting", decision.wait)
 
-    def _start(self, view: ShardView, shard: Obj, state: dict[str, Any], d: Decision, now: datetime) -> None:
+    def _start(self, view: ShardView, shard: Manifest, state: dict[str, Any], d: Decision, now: datetime) -> None:
         assert d.start is not None and view.dataplane is not None
         pod = next(p for p in view.pods if podinfo.name(p) == d.pod)
         pooler = view.own(pod)

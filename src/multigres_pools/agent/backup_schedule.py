@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ansible_collections.multigres.pools.plugins.module_utils import cron, facts
-from ansible_collections.multigres.pools.plugins.module_utils.keys import BackupType
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import BackupType
+from ansible_collections.multigres.pools.plugins.module_utils.spec import cron
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 # Multigres v0.1.0 ends a Backup after 30 minutes (backup.BackupTimeout); a mark left by another
 # agent process is kept that long, plus a margin, before it counts as abandoned.

@@ -9,14 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from ..dataplane.base import DataPlane, Leadership, Pooler, PoolerId, ShardTopology, match_pod
 from . import podinfo, trust
 from .kube import Kube
 from .metrics import Metrics
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ class Context:
         if not self.may_act():
             raise NotLeader(name)
 
-    def plane_for(self, shard: Obj | None) -> DataPlane:
+    def plane_for(self, shard: Manifest | None) -> DataPlane:
         """The adapter for the version the MultigresShard declares; `dataplane` when it declares none
         (or there is no MultigresShard). ValueError for a version no adapter speaks."""
         declared = declared_version(shard)
@@ -107,7 +106,7 @@ class Context:
             plane.close()
 
 
-def declared_version(shard: Obj | None) -> keys.MultigresVersion | None:
+def declared_version(shard: Manifest | None) -> keys.MultigresVersion | None:
     """`spec.multigres.version` of a MultigresShard, read from the raw object (ValueError if unknown)."""
     raw = ((shard or {}).get("spec") or {}).get("multigres") or {}
     value = raw.get("version") if isinstance(raw, dict) else None
@@ -126,10 +125,10 @@ class ShardView:
 
     namespace: str
     topology: ShardTopology
-    pods: list[Obj]
+    pods: list[Manifest]
     poolers: list[Pooler] | None  # None when the topology could not be read
     topology_error: str = ""
-    shard: Obj | None = None
+    shard: Manifest | None = None
     listed_at: float = 0.0
     dataplane: DataPlane | None = None
     # Why `poolers` is None: topology-unavailable, or version-mismatch (the declared version is wrong).
@@ -142,12 +141,12 @@ class ShardView:
         self.topology_error, self.topology_reason = fresh.topology_error, fresh.topology_reason
         self.dataplane, self._leaders = fresh.dataplane, {}
 
-    def own(self, pod: Obj) -> Pooler | None:
+    def own(self, pod: Manifest) -> Pooler | None:
         """The pod's record: one of this namespace's records of the shard (trust.py) that names it."""
         ours = [r for r in self.poolers or [] if trust.record_belongs(r, self.topology, self.namespace)]
         return match_pod(ours, podinfo.name(pod))
 
-    def own_id(self, pod: Obj) -> PoolerId | None:
+    def own_id(self, pod: Manifest) -> PoolerId | None:
         """The pod's pooler id: its record's, else the one its flags name, unless a record of that id
         is another pod's (the flags are the pod author's: they never make another record this pod's)."""
         rec = self.own(pod)
@@ -168,7 +167,7 @@ class ShardView:
             self._leaders[key] = self.dataplane.leadership([p for p in self.poolers or [] if p != me])
         return self._leaders[key]
 
-    def primary_other_than(self, pod: Obj) -> Pooler | None:
+    def primary_other_than(self, pod: Manifest) -> Pooler | None:
         """The shard's confirmed primary unless it is the pod's own pooler."""
         return self._leadership(self.own(pod)).confirmed
 
@@ -180,7 +179,7 @@ class ShardView:
         """The whole round's verdict: the leader, and who runs PostgreSQL in or out of recovery."""
         return self._leadership(None)
 
-    def is_primary(self, pod: Obj) -> bool:
+    def is_primary(self, pod: Manifest) -> bool:
         """Era A: the pod's record says PRIMARY. From v0.1.0 on: the pod's pooler is the leader the newest
         rule names, even when its record is already gone (a primary drain deletes it before the pod)."""
         own = self.own(pod)
@@ -190,9 +189,9 @@ class ShardView:
         named = self._leadership(None).named
         return named is not None and named == self.own_id(pod)
 
-    def pod_for(self, pooler: Pooler) -> Obj | None:
+    def pod_for(self, pooler: Pooler) -> Manifest | None:
         return next((p for p in self.pods if pooler.matches_pod(podinfo.name(p))), None)
 
-    def event_targets(self, pod: Obj | None = None) -> list[Obj]:
+    def event_targets(self, pod: Manifest | None = None) -> list[Manifest]:
         """Where a user looks: the pod (if any) and the MultigresShard (if any)."""
         return [o for o in (pod, self.shard) if o is not None]

@@ -13,12 +13,13 @@ import threading
 from collections.abc import Iterator
 from typing import cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
 from . import backup_health, fence, podinfo, recovery_gate, restore_watch, roles, topology, topology_health, trust
 from .backup_runner import BackupRunner
-from .context import Context, NotLeader, Obj, ShardView
+from .context import Context, NotLeader, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
 from .handover import Handovers
 from .kube import Conflict, KubeUnavailable
@@ -81,23 +82,23 @@ class Agent:
                              extra={"namespace": namespace, "detail": str(exc)})
 
     # --- entry points (kopf handlers and the periodic loop call these) ------------------------------
-    def remember(self, pod: Obj) -> ShardRef:
+    def remember(self, pod: Manifest) -> ShardRef:
         """Note the pod's shard for the periodic pass."""
         ref = self._ref(podinfo.namespace(pod), {k: v for k, v in podinfo.labels(pod).items() if k in _SHARD_LABELS})
         with self._guard:
             self._known.add(ref)
         return ref
 
-    def on_pod(self, pod: Obj) -> None:
+    def on_pod(self, pod: Manifest) -> None:
         self.reconcile(self.remember(pod))
 
-    def on_shard(self, shard: Obj) -> None:
+    def on_shard(self, shard: Manifest) -> None:
         if not self.is_leader() or not trust.shard_selected(shard, self.ctx.config.shard_selector):
             return
         with self._leader_only(), self._kube_retried(podinfo.namespace(shard)):
             self._on_shard(shard)
 
-    def _on_shard(self, shard: Obj) -> None:
+    def _on_shard(self, shard: Manifest) -> None:
         ns, name = podinfo.namespace(shard), podinfo.name(shard)
         topology.cleanup(self.ctx, shard)
         if podinfo.annotations(shard).get(keys.ANN_TOPOLOGY_CLEANUP) or podinfo.deleting(shard):
@@ -165,8 +166,8 @@ class Agent:
                 self.passes += 1
         return []  # refused: leadership in doubt
 
-    def _groups(self, namespace: str, selector: dict[str, str]) -> dict[tuple[str, ...], list[Obj]]:
-        groups: dict[tuple[str, ...], list[Obj]] = {}
+    def _groups(self, namespace: str, selector: dict[str, str]) -> dict[tuple[str, ...], list[Manifest]]:
+        groups: dict[tuple[str, ...], list[Manifest]] = {}
         uids: dict[str, str | None] = {}
 
         config = self.ctx.config
@@ -188,7 +189,7 @@ class Agent:
                 groups.setdefault(top.shard_key, []).append(pod)
         return groups
 
-    def _ignored(self, pod: Obj) -> None:
+    def _ignored(self, pod: Manifest) -> None:
         """A pod with pool labels the agent may not act on (trust.py): logged once per pod."""
         key = (podinfo.namespace(pod), podinfo.name(pod), podinfo.meta(pod).get("uid"))
         with self._guard:
@@ -210,7 +211,7 @@ class Agent:
         return views
 
     def _observe(self, namespace: str, selector: dict[str, str], key: tuple[str, ...],
-                 first_pods: list[Obj]) -> ShardView | None:
+                 first_pods: list[Manifest]) -> ShardView | None:
         ctx = self.ctx
         owner = next((n for p in first_pods if (n := podinfo.owner_shard_name(p))), None)
         shard = ctx.kube.get_shard(namespace, owner) if owner else None

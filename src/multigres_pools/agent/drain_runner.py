@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations, facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import DrainState
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.state import drain_annotations, facts
 
 from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, Pooler, RefusalReason
 from . import podinfo
-from .context import Context, Obj, ShardView
+from .context import Context, ShardView
 from .drain import Decision, Effect, Facts, Guard, Need, decide
 from .kube import now_rfc3339
 
@@ -31,7 +33,7 @@ def _parse_time(text: str | None) -> float | None:
     return stamp.timestamp() if stamp is not None else None
 
 
-def _force(ctx: Context, view: ShardView, pod: Obj, state: DrainState | None) -> tuple[Obj, DrainState | None]:
+def _force(ctx: Context, view: ShardView, pod: Manifest, state: DrainState | None) -> tuple[Manifest, DrainState | None]:
     """The state a force annotation lets this pass step past; a stale one is removed and reported."""
     force = drain_annotations.read_force(podinfo.annotations(pod), state)
     if force.stale is None:
@@ -39,7 +41,7 @@ def _force(ctx: Context, view: ShardView, pod: Obj, state: DrainState | None) ->
     return discard_force(ctx, view, pod, force.stale), None
 
 
-def discard_force(ctx: Context, view: ShardView, pod: Obj, why: str) -> Obj:
+def discard_force(ctx: Context, view: ShardView, pod: Manifest, why: str) -> Manifest:
     """Force is one-shot: an annotation that no step can use now is removed, never kept for later."""
     name = podinfo.name(pod)
     ctx.effect("write:force-discarded")
@@ -50,7 +52,7 @@ def discard_force(ctx: Context, view: ShardView, pod: Obj, why: str) -> Obj:
     return updated or pod
 
 
-def report_unknown_state(ctx: Context, view: ShardView, pod: Obj, value: str) -> None:
+def report_unknown_state(ctx: Context, view: ShardView, pod: Manifest, value: str) -> None:
     """An unknown drain-state value is left alone (no step, no restore) and reported once per value."""
     key = (view.namespace, podinfo.name(pod))
     if ctx.unknown_drains.get(key) == value:
@@ -62,7 +64,7 @@ def report_unknown_state(ctx: Context, view: ShardView, pod: Obj, value: str) ->
         ctx.kube.event(target, "UnknownDrainState", text, warning=True)
 
 
-def primary_guard(view: ShardView, pod: Obj) -> Guard:
+def primary_guard(view: ShardView, pod: Manifest) -> Guard:
     primary = view.primary_other_than(pod)
     if primary is None:
         return Guard.NO_PRIMARY
@@ -83,7 +85,7 @@ def _plane(view: ShardView) -> DataPlane:
     return view.dataplane
 
 
-def _standby_out(view: ShardView, pod: Obj) -> bool:
+def _standby_out(view: ShardView, pod: Manifest) -> bool:
     """v0.1.0: does the standby itself refuse cohort membership (INELIGIBLE), or is it gone?
 
     Without its record (deleted in `acknowledged`) it cannot be asked, and needs not be: a pooler
@@ -99,7 +101,7 @@ def _standby_out(view: ShardView, pod: Obj) -> bool:
         return exc.reason is RefusalReason.POOLER_UNREACHABLE
 
 
-def _gather(ctx: Context, view: ShardView, pod: Obj, facts: Facts, need: Need) -> None:
+def _gather(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, need: Need) -> None:
     if need is Need.PRIMARY_GUARD:
         facts.guard = primary_guard(view, pod)
         return
@@ -124,7 +126,7 @@ def _gather(ctx: Context, view: ShardView, pod: Obj, facts: Facts, need: Need) -
         facts.durable = sync.durable_without(own_id)
 
 
-def _mark_ineligible(ctx: Context, pod: Obj) -> Obj:
+def _mark_ineligible(ctx: Context, pod: Manifest) -> Manifest:
     """Written before the RPC, so a drain cancelled at any point afterwards is undone."""
     if podinfo.annotations(pod).get(keys.ANN_DRAIN_INELIGIBLE):
         return pod
@@ -132,7 +134,7 @@ def _mark_ineligible(ctx: Context, pod: Obj) -> Obj:
     return ctx.kube.patch_pod_meta(pod, annotations={keys.ANN_DRAIN_INELIGIBLE: "true"}, precondition=True)
 
 
-def _perform(ctx: Context, view: ShardView, pod: Obj, facts: Facts, effect: Effect) -> Obj:
+def _perform(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, effect: Effect) -> Manifest:
     own, own_id = view.own(pod), view.own_id(pod)
     plane = _plane(view)
     if effect is Effect.MAKE_INELIGIBLE:
@@ -178,17 +180,17 @@ def _perform(ctx: Context, view: ShardView, pod: Obj, facts: Facts, effect: Effe
     return pod
 
 
-def _since(pod: Obj, now: float) -> float:
+def _since(pod: Manifest, now: float) -> float:
     ann = podinfo.annotations(pod)
     return _parse_time(ann.get(keys.ANN_DRAIN_STATE_SINCE)) or _parse_time(ann.get(keys.ANN_DRAIN_REQUESTED_AT)) or now
 
 
-def _shard(view: ShardView, pod: Obj) -> tuple[str, str]:
+def _shard(view: ShardView, pod: Manifest) -> tuple[str, str]:
     """(namespace, shard) labels of a pod's drain metrics: the MultigresShard's name, as alerts show it."""
     return view.namespace, (podinfo.name(view.shard) if view.shard else podinfo.owner_shard_name(pod)) or ""
 
 
-def _set_stalled(ctx: Context, view: ShardView, pod: Obj, stalled: bool) -> None:
+def _set_stalled(ctx: Context, view: ShardView, pod: Manifest, stalled: bool) -> None:
     key, shard = (view.namespace, podinfo.name(pod)), _shard(view, pod)
     if stalled:
         ctx.stalled[key] = shard
@@ -197,7 +199,7 @@ def _set_stalled(ctx: Context, view: ShardView, pod: Obj, stalled: bool) -> None
     ctx.metrics.drains_stalled.labels(*shard).set(sum(1 for s in ctx.stalled.values() if s == shard))
 
 
-def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: Decision) -> Obj:
+def _write_state(ctx: Context, view: ShardView, pod: Manifest, old: DrainState, d: Decision) -> Manifest:
     assert d.state is not None  # a "write" Decision always names its state (Decision.write)
     now = ctx.clock()
     ann: dict[str, str | None] = {
@@ -244,7 +246,7 @@ def _write_state(ctx: Context, view: ShardView, pod: Obj, old: DrainState, d: De
     return updated
 
 
-def _block(ctx: Context, view: ShardView, pod: Obj, state: DrainState, reason: str, message: str) -> None:
+def _block(ctx: Context, view: ShardView, pod: Manifest, state: DrainState, reason: str, message: str) -> None:
     now, name = ctx.clock(), podinfo.name(pod)
     ann = podinfo.annotations(pod)
     patch: dict[str, str | None] = {}
@@ -272,7 +274,7 @@ def _block(ctx: Context, view: ShardView, pod: Obj, state: DrainState, reason: s
             ctx.kube.event(target, keys.POD_CONDITION_DRAIN_STALLED, msg, warning=True)
 
 
-def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:
+def run_drain(ctx: Context, view: ShardView, pod: Manifest) -> DrainState | None:
     """Advance one pod's drain as far as the proofs allow; returns the state it is left in."""
     state = podinfo.drain_state(pod)
     if state is None:
@@ -316,7 +318,7 @@ def run_drain(ctx: Context, view: ShardView, pod: Obj) -> DrainState | None:
     return state
 
 
-def finalize(ctx: Context, view: ShardView, pod: Obj) -> bool:
+def finalize(ctx: Context, view: ShardView, pod: Manifest) -> bool:
     """External deletion: leave sync replication if the primary answers, unregister, drop the finalizer.
 
     The pod is going away whatever we do (its containers are already being stopped), so a refused
@@ -367,7 +369,7 @@ def finalize(ctx: Context, view: ShardView, pod: Obj) -> bool:
     return True
 
 
-def restore_eligibility(ctx: Context, view: ShardView, pod: Obj) -> bool:
+def restore_eligibility(ctx: Context, view: ShardView, pod: Manifest) -> bool:
     """A drain was cancelled after the agent made the standby INELIGIBLE: StartReplication, so
     multiorch reconnects it and adds it back to the cohort; then drop the marker. Returns True when done."""
     name, own = podinfo.name(pod), view.own(pod)

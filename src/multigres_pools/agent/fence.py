@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..dataplane.base import DataPlaneError, Eligibility
 from . import podinfo
-from .context import Context, Obj, ShardView
+from .context import Context, ShardView
 
 Reason = keys.FenceReason
 
@@ -76,19 +78,19 @@ def decide(f: Facts) -> Decision:
     return Decision(Step.FENCE, False, Reason.PENDING, "being fenced")
 
 
-def listed_pods(shard: Obj | None) -> set[str]:
+def listed_pods(shard: Manifest | None) -> set[str]:
     """Every pod name in spec.pools.<pool>.fenced of the shard."""
     return podinfo.cr_pod_list(shard, "fenced")
 
 
-def concerns(pod: Obj, listed: set[str]) -> bool:
+def concerns(pod: Manifest, listed: set[str]) -> bool:
     """Whether fencing has anything to do or report for this pod."""
     cond = facts.condition(pod, keys.POD_CONDITION_FENCED)
     return (podinfo.name(pod) in listed or keys.ANN_FENCED in podinfo.annotations(pod)
             or (cond is not None and cond.get("reason") != Reason.UNFENCED))
 
 
-def gather(view: ShardView, pod: Obj, listed: bool) -> Facts:
+def gather(view: ShardView, pod: Manifest, listed: bool) -> Facts:
     applied = keys.ANN_FENCED in podinfo.annotations(pod)
     plane = view.dataplane
     if plane is None or view.poolers is None:
@@ -120,7 +122,7 @@ def gather(view: ShardView, pod: Obj, listed: bool) -> Facts:
                  durable_without=sync.durable_without(own_id), detail=detail)
 
 
-def run_fence(ctx: Context, view: ShardView, pod: Obj, listed: set[str]) -> bool:
+def run_fence(ctx: Context, view: ShardView, pod: Manifest, listed: set[str]) -> bool:
     """Apply, hold, undo or refuse the fence of one pod; returns True when something was changed."""
     name = podinfo.name(pod)
     d = decide(gather(view, pod, name in listed))
@@ -162,7 +164,7 @@ def run_fence(ctx: Context, view: ShardView, pod: Obj, listed: set[str]) -> bool
     return acted
 
 
-def _leave_cohort(ctx: Context, view: ShardView, pod: Obj) -> None:
+def _leave_cohort(ctx: Context, view: ShardView, pod: Manifest) -> None:
     """The INELIGIBLE standby's REMOVE, sent at once rather than left to multiorch: multiorch's
     ReplicaNotReplicating runs before its cohort check and, while the rule has not moved, restarts the
     standby's PostgreSQL (RewindToSource) first, measured at 13 s. With the rule advanced its
@@ -178,7 +180,7 @@ def _leave_cohort(ctx: Context, view: ShardView, pod: Obj) -> None:
         ctx.log.info("fence: REMOVE left to multiorch", extra={"pod": podinfo.name(pod), "detail": exc.message})
 
 
-def _report(ctx: Context, view: ShardView, pod: Obj, d: Decision) -> None:
+def _report(ctx: Context, view: ShardView, pod: Manifest, d: Decision) -> None:
     """The pod condition, and an event whenever its status or reason changes."""
     before = facts.condition(pod, keys.POD_CONDITION_FENCED) or {}
     status = "True" if d.fenced else "False"

@@ -10,8 +10,8 @@ import json
 from typing import Any, cast
 
 import kopf
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import Credentials
 
 from .core import Agent
 

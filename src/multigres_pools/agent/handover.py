@@ -31,11 +31,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ansible_collections.multigres.pools.plugins.module_utils import naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import naming
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from ..dataplane.base import DataPlane, DataPlaneError, PoolerId, RefusalReason, ShardTopology
 from . import podinfo
-from .context import Context, NotLeader, Obj, ShardView
+from .context import Context, NotLeader, ShardView
 from .kube import KubeUnavailable
 
 POLL_S = 0.25
@@ -55,11 +56,11 @@ class Leaving:
     pod: str
     namespace: str
     uid: str | None  # the terminating pod's: a pod recreated under the same name is not it
-    targets: list[Obj]  # where the outcome is reported (the pod, the MultigresShard)
+    targets: list[Manifest]  # where the outcome is reported (the pod, the MultigresShard)
     shard: tuple[str, str]  # (namespace, MultigresShard) for the metric
 
 
-def orchestrator_prefixes(shard: Obj, cells: tuple[str, ...]) -> dict[str, str]:
+def orchestrator_prefixes(shard: Manifest, cells: tuple[str, ...]) -> dict[str, str]:
     """A multiorch registers under its pod name (`--service-id=$(POD_NAME)`), which starts with its
     Deployment's name: only the multiorchs of this shard are asked (another shard's share the cell)."""
     sid = podinfo.cr_shard_id(shard)
@@ -75,7 +76,7 @@ class Handovers:
         self._lock = threading.Lock()
         self._running: dict[tuple[str, ...], threading.Thread] = {}
 
-    def primary_leaving(self, view: ShardView, pod: Obj) -> threading.Thread | None:
+    def primary_leaving(self, view: ShardView, pod: Manifest) -> threading.Thread | None:
         """Start hurrying the election if the pod being deleted is the shard's primary; the thread, or
         None when there is nothing to do (not the primary, already hurrying, no multiorch to ask)."""
         plane, old = view.dataplane, view.own_id(pod)

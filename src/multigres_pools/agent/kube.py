@@ -12,12 +12,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar, overload
 
-from ansible_collections.multigres.pools.plugins.module_utils import events, facts, keys, labels
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError, resource_path
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.kube import events
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, KubeError, resource_path
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from . import podinfo
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 # Seconds per API call (`--kube-timeout`): the client's socket timeout, one attempt per call.
 DEFAULT_REQUEST_TIMEOUT_S = 10.0
@@ -59,35 +61,35 @@ class Kube:
             raise KubeUnavailable(f"Kubernetes API {what}: {exc or type(exc).__name__}") from exc
 
     # --- reads -----------------------------------------------------------------------------------
-    def get_pod(self, namespace: str, name: str) -> Obj | None:
+    def get_pod(self, namespace: str, name: str) -> Manifest | None:
         return self._call("get pod", self.client.get, "v1", "Pod", namespace, name)
 
-    def list_pool_pods(self, namespace: str, selector: dict[str, str]) -> list[Obj]:
+    def list_pool_pods(self, namespace: str, selector: dict[str, str]) -> list[Manifest]:
         sel = {keys.LABEL_APP_COMPONENT: keys.COMPONENT_POOL, **selector}
         return self._call("list pods", self.client.list, "v1", "Pod", namespace, labels.selector_string(sel))
 
-    def get_shard(self, namespace: str, name: str) -> Obj | None:
+    def get_shard(self, namespace: str, name: str) -> Manifest | None:
         return self._call("get shard", self.client.get, keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name)
 
     # --- writes ----------------------------------------------------------------------------------
-    def _patch(self, what: str, obj: Obj, body: Obj, subresource: str | None = None) -> Obj:
+    def _patch(self, what: str, obj: Manifest, body: Manifest, subresource: str | None = None) -> Manifest:
         return self._call(what, self.client.merge_patch, obj.get("apiVersion", "v1"), obj.get("kind", "Pod"),
                           podinfo.namespace(obj), podinfo.name(obj), body, field_manager=keys.AGENT_FIELD_MANAGER,
                           subresource=subresource)
 
     @overload
-    def patch_pod_meta(self, pod: Obj, annotations: dict[str, str | None] | None = ...,
+    def patch_pod_meta(self, pod: Manifest, annotations: dict[str, str | None] | None = ...,
                        labels_: dict[str, str | None] | None = ..., precondition: bool = ...,
-                       missing_ok: Literal[False] = ...) -> Obj: ...
+                       missing_ok: Literal[False] = ...) -> Manifest: ...
 
     @overload
-    def patch_pod_meta(self, pod: Obj, annotations: dict[str, str | None] | None = ...,
+    def patch_pod_meta(self, pod: Manifest, annotations: dict[str, str | None] | None = ...,
                        labels_: dict[str, str | None] | None = ..., precondition: bool = ...,
-                       *, missing_ok: bool) -> Obj | None: ...
+                       *, missing_ok: bool) -> Manifest | None: ...
 
-    def patch_pod_meta(self, pod: Obj, annotations: dict[str, str | None] | None = None,
+    def patch_pod_meta(self, pod: Manifest, annotations: dict[str, str | None] | None = None,
                        labels_: dict[str, str | None] | None = None, precondition: bool = False,
-                       missing_ok: bool = False) -> Obj | None:
+                       missing_ok: bool = False) -> Manifest | None:
         """Merge-patch labels/annotations; Conflict on a moved resourceVersion (with `precondition`);
         None instead of an error when the pod is gone and `missing_ok`."""
         self.fence("patch-pod")
@@ -107,7 +109,7 @@ class Kube:
                 return None
             raise
 
-    def remove_pod_finalizer(self, pod: Obj, finalizer: str) -> None:
+    def remove_pod_finalizer(self, pod: Manifest, finalizer: str) -> None:
         self.fence("remove-finalizer")
         current = list(podinfo.meta(pod).get("finalizers") or [])
         if finalizer not in current:
@@ -125,7 +127,7 @@ class Kube:
             if exc.status != 404:
                 raise
 
-    def set_pod_condition(self, pod: Obj, ctype: str, status: str, reason: str, message: str) -> Obj:
+    def set_pod_condition(self, pod: Manifest, ctype: str, status: str, reason: str, message: str) -> Manifest:
         """Set one pod condition (status subresource); returns the updated pod."""
         self.fence("pod-condition")
         current = (pod.get("status") or {}).get("conditions") or []
@@ -150,12 +152,12 @@ class Kube:
                 raise
             return pod
 
-    def patch_shard_annotations(self, shard: Obj, annotations: dict[str, str | None]) -> None:
+    def patch_shard_annotations(self, shard: Manifest, annotations: dict[str, str | None]) -> None:
         self.fence("patch-shard")
         self._patch("patch shard", {**shard, "apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND},
                     {"metadata": {"annotations": annotations}})
 
-    def event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
+    def event(self, obj: Manifest, reason: str, message: str, warning: bool = False) -> None:
         """Best effort: an event that cannot be written must never stop a drain step."""
         self.fence("event")
         meta = podinfo.meta(obj)

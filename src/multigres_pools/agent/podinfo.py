@@ -9,22 +9,17 @@ agent can serve shards rendered from plain vars, without a MultigresShard.
 from __future__ import annotations as _postponed_annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import (
-    drain_annotations,
-    facts,
-    keys,
-    naming,
-    topology_address,
-)
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.spec import topology_address
+from ansible_collections.multigres.pools.plugins.module_utils.state import drain_annotations, facts
 
 from ..dataplane.base import BackupLocationKind, DatabaseRegistration, PoolerId, ShardTopology
 
 MULTIPOOLER_CONTAINER = "multipooler"
-Obj = Mapping[str, Any]
 
 
 # The generic accessors are the engine's (module_utils/facts.py); re-exported under the agent's names.
@@ -33,31 +28,31 @@ deleting = facts.is_terminating
 condition_true = facts.condition_true
 
 
-def namespace(obj: Obj) -> str:
+def namespace(obj: Manifest) -> str:
     return str(meta(obj).get("namespace", ""))  # type: ignore[arg-type]  # facts only reads; types it dict
 
 
-def has_finalizer(obj: Obj, finalizer: str) -> bool:
+def has_finalizer(obj: Manifest, finalizer: str) -> bool:
     return finalizer in facts.finalizers(obj)  # type: ignore[arg-type]  # see namespace()
 
 
-def drain_reading(pod: Obj) -> drain_annotations.DrainReading:
+def drain_reading(pod: Manifest) -> drain_annotations.DrainReading:
     """The engine's reader (module_utils/drain_annotations.py): one rule for both sides."""
     return drain_annotations.read_state(annotations(pod))  # type: ignore[arg-type]  # see namespace()
 
 
-def drain_state(pod: Obj) -> keys.DrainState | None:
+def drain_state(pod: Manifest) -> keys.DrainState | None:
     """The known drain state; None for no drain and for an unknown value (which is left alone)."""
     return drain_reading(pod).state
 
 
-def containers_ready(pod: Obj) -> bool:
+def containers_ready(pod: Manifest) -> bool:
     """ContainersReady (absent counts as ready, as the Go operator reads it; contract §3.4)."""
     cond = facts.condition(pod, "ContainersReady")  # type: ignore[arg-type]  # see namespace()
     return cond is None or cond.get("status") == "True"
 
 
-def multipooler_flags(pod: Obj) -> dict[str, str]:
+def multipooler_flags(pod: Manifest) -> dict[str, str]:
     """`--flag=value` args of the multipooler container (a native sidecar in era A, a container later)."""
     spec = pod.get("spec") or {}
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
@@ -101,7 +96,7 @@ def global_addresses(value: str) -> tuple[str, ...]:
         return ()
 
 
-def pod_topology(pod: Obj) -> PodTopology | None:
+def pod_topology(pod: Manifest) -> PodTopology | None:
     """None when the pod has no multipooler container with the topology flags."""
     f = multipooler_flags(pod)
     needed = ("topo-global-server-addresses", "topo-global-root", "cell", "database", "table-group", "shard")
@@ -119,26 +114,26 @@ def shard_topology(tops: list[PodTopology], extra_cells: tuple[str, ...] = ()) -
     return dataclasses.replace(tops[0].topology, cells=cells)
 
 
-# --- MultigresShard (field names of plugins/module_utils/model.py, camelCase on the wire) ---------
-def cr_cells(cr: Obj) -> tuple[str, ...]:
+# --- MultigresShard (field names of plugins/module_utils/spec/model.py, camelCase on the wire) ---------
+def cr_cells(cr: Manifest) -> tuple[str, ...]:
     pools = (cr.get("spec") or {}).get("pools") or {}
     return tuple(sorted({c for pool in pools.values() for c in pool.get("cells") or []}))
 
 
-def cr_pod_list(cr: Obj | None, field: str) -> set[str]:
+def cr_pod_list(cr: Manifest | None, field: str) -> set[str]:
     """Every pod name the CR lists in spec.pools.<pool>.<field> (decommission, fenced), all pools."""
     pools = ((cr or {}).get("spec") or {}).get("pools") or {}
     return {str(name) for settings in pools.values() for name in (settings or {}).get(field) or []}
 
 
-def cr_shard_id(cr: Obj) -> naming.ShardId:
+def cr_shard_id(cr: Manifest) -> naming.ShardId:
     """The shard's four names as the engine reads them from the spec (with the CRD's defaults)."""
     spec = cr.get("spec") or {}
     return naming.ShardId(spec.get("clusterName", ""), spec.get("databaseName") or "postgres",
                           spec.get("tableGroupName") or "default", spec.get("shardName") or "0-inf")
 
 
-def cr_topology(cr: Obj) -> ShardTopology | None:
+def cr_topology(cr: Manifest) -> ShardTopology | None:
     spec = cr.get("spec") or {}
     topo = spec.get("globalTopoServer") or {}
     addresses = global_addresses(topo.get("address") or "")
@@ -154,7 +149,7 @@ def cr_topology(cr: Obj) -> ShardTopology | None:
     )
 
 
-def cr_database(cr: Obj, cells: tuple[str, ...]) -> DatabaseRegistration:
+def cr_database(cr: Manifest, cells: tuple[str, ...]) -> DatabaseRegistration:
     spec = cr.get("spec") or {}
     backup = spec.get("backup") or {}
     s3 = backup.get("s3") or {}
@@ -173,7 +168,7 @@ def cr_database(cr: Obj, cells: tuple[str, ...]) -> DatabaseRegistration:
     )
 
 
-def cr_backup_threshold_s(cr: Obj, default_s: float = 25 * 3600) -> float:
+def cr_backup_threshold_s(cr: Manifest, default_s: float = 25 * 3600) -> float:
     text = ((cr.get("spec") or {}).get("backup") or {}).get("healthThreshold")
     return parse_duration(text) if text else default_s
 
@@ -194,7 +189,7 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def owner_shard_name(pod: Obj) -> str | None:
+def owner_shard_name(pod: Manifest) -> str | None:
     for ref in meta(pod).get("ownerReferences") or []:  # type: ignore[arg-type]  # see namespace()
         if ref.get("kind") == keys.SHARD_KIND and ref.get("apiVersion", "").startswith(keys.API_GROUP + "/"):
             return cast(str | None, ref.get("name"))

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..dataplane.base import Leadership, PoolerId
 from . import podinfo
-from .context import Context, Obj, ShardView
+from .context import Context, ShardView
 
 Reason = keys.RecoveryGateReason
 
@@ -30,7 +32,7 @@ class Verdict:
     message: str
 
 
-def gated(pod: Obj) -> bool:
+def gated(pod: Manifest) -> bool:
     """Whether the pod's spec carries our readiness gate (v0.1.0 pool pods rendered since it exists)."""
     gates = (pod.get("spec") or {}).get("readinessGates") or []
     return any(g.get("conditionType") == keys.POD_READINESS_GATE for g in gates)

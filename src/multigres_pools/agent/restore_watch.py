@@ -7,7 +7,7 @@ the readiness gate use. The agent keeps the story on the pod as keys.ANN_RESTORE
 or `first-backup` with `startedAt` while it runs, then `restored` or `initialized` with `finishedAt`,
 the backup id (the newest complete backup the agent's health check saw, which is what v0.1.0
 restores) and the WAL position the pooler reported when it was done. The engine turns the pods'
-facts into the condition Restoring and status.restore (bootstrap.py). A pooler that does not answer
+facts into the condition Restoring and status.restore (state/bootstrap.py). A pooler that does not answer
 keeps what it has: not knowing is not a verdict.
 """
 
@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..dataplane.base import PostgresAction
 from . import podinfo
-from .context import Context, Obj, ShardView
+from .context import Context, ShardView
 from .kube import now_rfc3339
 
 State = keys.RestoreState
@@ -46,7 +48,7 @@ def next_fact(previous: dict[str, Any] | None, action: PostgresAction | None, do
     return out
 
 
-def _newest_backup(shard: Obj | None) -> str | None:
+def _newest_backup(shard: Manifest | None) -> str | None:
     verdict = facts.json_annotation(shard, keys.ANN_BACKUP_HEALTH) or {}
     return str(verdict["lastBackupId"]) if verdict.get("lastBackupId") else None
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from ..dataplane.base import DataPlaneError, Pooler, match_pod
 from . import podinfo, trust
-from .context import Context, Obj, ShardView
+from .context import Context, ShardView
 
 PRIMARY = keys.Role.PRIMARY.value
 
@@ -30,7 +31,7 @@ def _role(rec: Pooler | None, label: str | None, confirmed: bool, leader: Pooler
     return PRIMARY if label == PRIMARY and rec.role is keys.Role.PRIMARY else keys.Role.REPLICA.value
 
 
-def desired_roles(pods: Iterable[Obj], poolers: list[Pooler], confirmed: bool = False,
+def desired_roles(pods: Iterable[Manifest], poolers: list[Pooler], confirmed: bool = False,
                   leader: Pooler | None = None) -> dict[str, str | None]:
     """Pod name -> role label value, or None when the pod has no record (the label must go).
 
@@ -39,8 +40,8 @@ def desired_roles(pods: Iterable[Obj], poolers: list[Pooler], confirmed: bool = 
                                      confirmed, leader) for pod in pods}
 
 
-def role_changes(pods: Iterable[Obj], poolers: list[Pooler], confirmed: bool = False,
-                 leader: Pooler | None = None) -> list[tuple[Obj, str | None]]:
+def role_changes(pods: Iterable[Manifest], poolers: list[Pooler], confirmed: bool = False,
+                 leader: Pooler | None = None) -> list[tuple[Manifest, str | None]]:
     """(pod, new value) for every live pod whose label differs from what it should be.
 
     With `confirmed`, a terminating pod still labelled PRIMARY loses the label too once it is not the
@@ -74,7 +75,7 @@ def publish_roles(ctx: Context, view: ShardView) -> int:
     return changed
 
 
-def prunable(poolers: list[Pooler], pods: list[Obj]) -> list[Pooler]:
+def prunable(poolers: list[Pooler], pods: list[Manifest]) -> list[Pooler]:
     """Records of the shard that match no pod (deleting pods count as present).
 
     A PRIMARY record is never pruned: the primary's pod may be momentarily absent while it is being

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from ..dataplane.base import DatabaseRegistration, DataPlaneError, Pooler, ShardTopology
 from . import podinfo, trust
-from .context import Context, Obj, ShardView
+from .context import Context, ShardView
 
 
 def registration(view: ShardView) -> tuple[DatabaseRegistration, bool]:
@@ -40,7 +41,7 @@ def register(ctx: Context, view: ShardView) -> list[str]:
     return changes
 
 
-def cleanup(ctx: Context, shard: Obj) -> str | None:
+def cleanup(ctx: Context, shard: Manifest) -> str | None:
     """Handle ANN_TOPOLOGY_CLEANUP=requested on a MultigresShard; returns the value written, if any.
 
     Unregisters every pooler record of the shard, then the database and every cell no other database
@@ -82,7 +83,7 @@ def cleanup(ctx: Context, shard: Obj) -> str | None:
     return result.value
 
 
-def _cleanup_may_remove(ctx: Context, shard: Obj, topo: ShardTopology, pooler: Pooler) -> bool:
+def _cleanup_may_remove(ctx: Context, shard: Manifest, topo: ShardTopology, pooler: Pooler) -> bool:
     namespace = podinfo.namespace(shard)
     if not trust.record_belongs(pooler, topo, namespace):
         return False

@@ -1,5 +1,5 @@
 """The agent's topology verdict on a MultigresShard: ANN_TOPOLOGY_HEALTH, which the operator turns into
-the TopologyUnreachable condition (plugins/module_utils/stalls.py).
+the TopologyUnreachable condition (plugins/module_utils/status/stalls.py).
 
 Written only on a change: unreachable once reads of the shard's topology have failed for
 --topology-stall-after seconds in a row, reachable again at the first read that works. The metric
@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from . import podinfo
-from .context import Context, Obj, ShardView
+from .context import Context, ShardView
 from .kube import now_rfc3339
 
 REASON = "TopologyUnavailable"
 
 
-def _reported(shard: Obj) -> dict[str, Any]:
+def _reported(shard: Manifest) -> dict[str, Any]:
     return facts.json_annotation(shard, keys.ANN_TOPOLOGY_HEALTH) or {}  # unreadable: written again below
 
 
@@ -49,7 +51,7 @@ def observed(ctx: Context, failing_since: dict[tuple[str, str], float], view: Sh
                    "this shard wait until it answers", warning=True)
 
 
-def _write(ctx: Context, shard: Obj, verdict: dict[str, Any]) -> None:
+def _write(ctx: Context, shard: Manifest, verdict: dict[str, Any]) -> None:
     ctx.effect("write:topology-health")
     ctx.kube.patch_shard_annotations(shard, {keys.ANN_TOPOLOGY_HEALTH: json.dumps(verdict, sort_keys=True)})
     ctx.log.warning("topology verdict published", extra={"shard": podinfo.name(shard), "verdict": verdict})

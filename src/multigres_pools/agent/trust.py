@@ -13,14 +13,14 @@ namespace's records, whatever topology its flags or spec copy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, ownership, snapshot
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.kube import snapshot
+from ansible_collections.multigres.pools.plugins.module_utils.state import ownership
 
 from ..dataplane.base import Pooler, ShardTopology
-
-Obj = Mapping[str, Any]
 
 
 def record_namespace(rec: Pooler) -> str | None:
@@ -45,7 +45,7 @@ def parse_shard_selector(selector: str) -> list[tuple[str, str, str | None]]:
         raise ValueError(f"{selector!r}: {exc}; use key=value, key!=value or key terms") from None
 
 
-def shard_selected(shard: Obj | None, selector: str) -> bool:
+def shard_selected(shard: Manifest | None, selector: str) -> bool:
     """The MultigresShard matches the agent's --shard-selector (always, without one)."""
     if not selector:
         return True
@@ -53,7 +53,7 @@ def shard_selected(shard: Obj | None, selector: str) -> bool:
                                                   parse_shard_selector(selector))
 
 
-def shard_controller(pod: Obj) -> tuple[str, str] | None:
+def shard_controller(pod: Manifest) -> tuple[str, str] | None:
     """(name, uid) of the MultigresShard the pod's controller reference names; only a reference that
     blocks the owner's deletion binds, as for the engine (ownership.binding)."""
     ref = ownership.controller_ref(dict(pod))
@@ -62,7 +62,7 @@ def shard_controller(pod: Obj) -> tuple[str, str] | None:
     return None
 
 
-def pod_trusted(pod: Obj, live_uid: Callable[[str], str | None], *, allow_unowned: bool) -> bool:
+def pod_trusted(pod: Manifest, live_uid: Callable[[str], str | None], *, allow_unowned: bool) -> bool:
     """Whether the agent may act on `pod`: controlled by the live MultigresShard it names (`live_uid`
     maps a name in the pod's namespace to that CR's uid, None when there is none), or, with
     `allow_unowned`, controlled by nothing (a shard driven from vars)."""
@@ -73,7 +73,7 @@ def pod_trusted(pod: Obj, live_uid: Callable[[str], str | None], *, allow_unowne
     return owner is not None and live_uid(owner[0]) == owner[1]
 
 
-def controlled_by(pod: Obj | None, shard: Obj) -> bool:
+def controlled_by(pod: Manifest | None, shard: Manifest) -> bool:
     """The pod's controller is `shard` (same uid)."""
     owner = shard_controller(pod) if pod is not None else None
     return owner is not None and owner[1] == (shard.get("metadata") or {}).get("uid")

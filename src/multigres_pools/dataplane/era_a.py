@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from google.protobuf.message import DecodeError
 
 from ..proto.gen import clustermetadata_pb2 as cm

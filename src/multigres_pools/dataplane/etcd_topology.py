@@ -16,7 +16,8 @@ import threading
 from collections.abc import Callable, Sequence
 
 import grpc
-from ansible_collections.multigres.pools.plugins.module_utils import model, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import naming
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
 from ..proto.gen import clustermetadata_pb2 as cm
 from .base import (

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.model import RELEASE_IMAGES
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.spec.model import RELEASE_IMAGES
 
 from multigres_pools import ansible_operator_image
 from multigres_pools.images import inputs

@@ -16,14 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, spec_policy
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.spec import policy as spec_policy
 
 from .. import cli_help, lease, logs, metrics_access
 from . import cpu
 from .metrics import Metrics
 
 if TYPE_CHECKING:
-    from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials
+    from ansible_collections.multigres.pools.plugins.module_utils.kube.client import Credentials
 
 log = logging.getLogger("multigres_pools.operator")
 
@@ -124,7 +125,7 @@ def _elector(args: argparse.Namespace, creds: Credentials, namespaces: list[str]
 
 
 async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = None) -> int:
-    from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, load_credentials
+    from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, load_credentials
 
     from . import health
     from .cache import CLUSTER_WATCHED, WATCHED
@@ -144,7 +145,7 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
         if not (0 < args.agent_stall_after < float("inf")):
             log.error("--agent-stall-after must be a positive number of seconds, got %s", args.agent_stall_after)
             return 2
-        # The in-process decisions and the playbook runs read the same threshold (stalls.py).
+        # The in-process decisions and the playbook runs read the same threshold (status/stalls.py).
         os.environ[keys.ENV_AGENT_STALL_AFTER] = str(args.agent_stall_after)
     problem = metrics_access.check_arguments(args, "--health-addr", args.health_addr)
     if problem:

@@ -15,15 +15,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, observe, snapshot
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.kube import snapshot
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts, observed
 
 from .relevance import ShardKey
 from .watch import Informer, Kind
-
-Manifest = dict[str, Any]
 
 SHARD = Kind(keys.API_GROUP_VERSION, keys.SHARD_KIND)
 # Every object a pass lists carries the shard label: the child watches are filtered on it
@@ -32,12 +32,12 @@ POD = Kind("v1", "Pod", keys.LABEL_SHARD)
 CHILDREN: tuple[Kind, ...] = (
     POD,
     Kind("v1", "PersistentVolumeClaim", keys.LABEL_SHARD),
-    *(Kind(api_version, kind, keys.LABEL_SHARD) for api_version, kind in observe.INFRA_KINDS),
+    *(Kind(api_version, kind, keys.LABEL_SHARD) for api_version, kind in observed.INFRA_KINDS),
     # Secrets: metadata only, so no key material is ever held in the operator's memory.
     Kind("v1", "Secret", keys.LABEL_SHARD, metadata_only=True),
 )
 WATCHED: tuple[Kind, ...] = (SHARD, *CHILDREN)
-# Watched cluster-wide whatever the namespaces: a cordoned node moves pool pods (plan_maintenance.py).
+# Watched cluster-wide whatever the namespaces: a cordoned node moves pool pods (plan/maintenance.py).
 NODE = Kind("v1", "Node", keep=("spec",), optional=True)
 CLUSTER_WATCHED: tuple[Kind, ...] = (NODE,)
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
-from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy
 
 from . import artifacts
 from .backoff import Backoff
@@ -69,7 +69,7 @@ class Settings:
     warm_runners: bool = True
     # A warm run that got no batch for this long ends and is replaced.
     warm_idle_timeout: float = 300.0
-    # The allow-lists for images, ServiceAccounts and Secrets (spec_policy.py); the playbook runs get
+    # The allow-lists for images, ServiceAccounts and Secrets (spec/policy.py); the playbook runs get
     # the same through the environment, so the in-process decision and the run agree.
     policy: SpecPolicy = field(default_factory=SpecPolicy)
 
@@ -137,7 +137,7 @@ class Controller:
             self.child_event(kind.kind, event_type, obj, background=background)
 
     def node_event(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None, *, background: bool = False) -> None:
-        """A node cordoned or uncordoned: every shard with a pod on it has work (plan_maintenance.py)."""
+        """A node cordoned or uncordoned: every shard with a pod on it has work (plan/maintenance.py)."""
         cordoned = bool((obj.get("spec") or {}).get("unschedulable"))
         if cordoned == bool(((old or {}).get("spec") or {}).get("unschedulable")):
             return

@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import snapshot
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, decide
-from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.kube import snapshot
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, decide
+from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy
 
 from .cache import CacheView
 from .outcome import Outcome, Result

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, status
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 
 class InvalidSpecReporter:

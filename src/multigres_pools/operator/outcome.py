@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, task_result
-from ansible_collections.multigres.pools.plugins.module_utils.task_result import TaskResult
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile import task_result
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.task_result import TaskResult
 
 
 class Result(StrEnum):

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, pod_stuck
-from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.core.naming import ShardId
+from ansible_collections.multigres.pools.plugins.module_utils.status import pod_stuck
 
-Obj = Mapping[str, Any]
 ShardKey = tuple[str, str]  # (namespace, MultigresShard name)
 
 # The Go operator and the contract default these when the spec leaves them out (contract §3.7).
@@ -29,7 +30,7 @@ def _digest(value: object) -> str:
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def _meta(obj: Obj) -> dict[str, Any]:
+def _meta(obj: Manifest) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     return {
         "labels": meta.get("labels") or {},
@@ -46,7 +47,7 @@ def _condition_states(status: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return sorted((c.get("type", ""), c.get("status", ""), c.get("reason", "")) for c in status.get("conditions") or [])
 
 
-def fingerprint(kind: str, obj: Obj) -> str:
+def fingerprint(kind: str, obj: Manifest) -> str:
     """A digest of what the planner reads from `obj`; equal digests mean "nothing to do"."""
     status = obj.get("status") or {}
     parts: dict[str, Any] = {"meta": _meta(obj)}
@@ -87,7 +88,7 @@ def shard_id_from_labels(labels: Mapping[str, str]) -> ShardId | None:
     return ShardId(*values)  # type: ignore[arg-type]  # all() above: no None left
 
 
-def owner_shard(obj: Obj) -> str | None:
+def owner_shard(obj: Manifest) -> str | None:
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         ours = str(ref.get("apiVersion", "")).startswith(keys.API_GROUP + "/")
         if ours and ref.get("kind") == keys.SHARD_KIND:
@@ -107,7 +108,7 @@ class Router:
     _seen: dict[tuple[str, str, str], str] = field(default_factory=dict)
     _generation: dict[ShardKey, int | None] = field(default_factory=dict)
 
-    def shard_event(self, event_type: str | None, obj: Obj) -> tuple[ShardKey, bool, bool] | None:
+    def shard_event(self, event_type: str | None, obj: Manifest) -> tuple[ShardKey, bool, bool] | None:
         """For a MultigresShard event: (key, spec_changed, gone), or None if nothing changed."""
         meta = obj.get("metadata") or {}
         key: ShardKey = (meta.get("namespace", ""), meta.get("name", ""))
@@ -124,7 +125,7 @@ class Router:
             return None
         return key, spec_changed, False
 
-    def shard_of(self, obj: Obj) -> ShardKey | None:
+    def shard_of(self, obj: Manifest) -> ShardKey | None:
         """The shard a child belongs to: its owner, else the shard its labels name; None if neither."""
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace", "")
@@ -135,7 +136,7 @@ class Router:
         name = owner or (self._by_id.get((namespace, sid)) if sid else None)
         return None if name is None else (namespace, name)
 
-    def child_event(self, kind: str, event_type: str | None, obj: Obj) -> ShardKey | None:
+    def child_event(self, kind: str, event_type: str | None, obj: Manifest) -> ShardKey | None:
         """For a pod/PVC/PDB event: the shard to reconcile, or None if it is not ours or unchanged."""
         meta = obj.get("metadata") or {}
         key = self.shard_of(obj)
@@ -147,7 +148,7 @@ class Router:
             return namespace, name
         return (namespace, name) if self._changed(kind, obj) else None
 
-    def _changed(self, kind: str, obj: Obj) -> bool:
+    def _changed(self, kind: str, obj: Manifest) -> bool:
         meta = obj.get("metadata") or {}
         ident = (kind, meta.get("namespace", ""), meta.get("name", ""))
         digest = fingerprint(kind, obj)

@@ -17,10 +17,10 @@ import ssl
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
-from ansible_collections.multigres.pools.plugins.module_utils.kube import (
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import (
     METADATA_LIST_ACCEPT,
     Credentials,
     KubeError,
@@ -28,7 +28,6 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube import (
 )
 
 log = logging.getLogger(__name__)
-Manifest = dict[str, Any]
 ObjKey = tuple[str, str]  # (namespace, name)
 # The watch events of a metadata-only watch carry PartialObjectMetadata.
 METADATA_WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"

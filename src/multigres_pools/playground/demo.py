@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from .localstack import REPO_ROOT, LocalStack, PodTimeline, is_ready, pod_index, wait_for
 
 SAMPLE = REPO_ROOT / "examples" / "sample-shard.yaml"
 RECONCILE_PLAYBOOK = REPO_ROOT / "playbooks" / "reconcile.yml"
-Manifest = dict[str, Any]
 Done = Callable[[Manifest | None, list[Manifest]], bool]  # (shard, pods) -> the phase is over
 
 
@@ -79,7 +79,7 @@ def with_postgres_image(doc: Manifest, image: str) -> Manifest:
 
 def postgres_image(doc: Manifest) -> str:
     """The postgres image the shard runs now (the spec's, or the model's default)."""
-    from ansible_collections.multigres.pools.plugins.module_utils import model
+    from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
     return model.load_spec(doc["spec"]).container_images().postgres
 
@@ -289,7 +289,8 @@ def summary(phases: list[Phase], total: float) -> list[str]:
 # --- render-only mode ---------------------------------------------------------------------------------
 def rendered(doc: Manifest) -> tuple[Any, list[Manifest]]:
     """(Desired, every object) for a MultigresShard document, by the reconcile's own renderer."""
-    from ansible_collections.multigres.pools.plugins.module_utils import model, render
+    from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+    from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
     shard = model.load_shard(doc)
     desired = render.desired_state(shard.spec, shard.metadata.namespace or "default")

@@ -28,14 +28,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import psycopg
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from .localstack import PodEvent, PodTimeline, wait_for
 from .multigres_stack import Member, MultigresStack
 from .realnode.preflight import NODES, choose
 from .writeload import WriteLoad
 
-Manifest = dict[str, Any]
 SHARD = "play"
 
 

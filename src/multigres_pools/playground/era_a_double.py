@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-from ansible_collections.multigres.pools.plugins.module_utils import naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import naming
 from google.protobuf.message import Message
 
 from multigres_pools.dataplane.etcd import Etcd

@@ -19,8 +19,8 @@ from types import TracebackType
 from typing import Any
 
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import facts
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.playground import node_binaries
 from multigres_pools.playground.localstack import Process, free_port, wait_for

@@ -13,10 +13,10 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import events, facts
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.kube import events
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 from kubernetes import client
-
-Manifest = dict[str, Any]
 
 
 def now() -> str:

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..paths import collection_root
 from . import ports, reaper
@@ -40,7 +42,6 @@ REPO_ROOT = collection_root()
 
 FIELD_MANAGER = "multigres-pools-localstack"
 _T = TypeVar("_T")
-Manifest = dict[str, Any]
 
 
 # Our own Python servers (operator, agent) take these; the kube and etcd servers retry (ports.py).
@@ -145,7 +146,7 @@ def wait_for(check: Callable[[], _T | None], timeout: float, what: str, interval
 
 # --- the cluster side ---------------------------------------------------------------------------
 def install_crd(kube: KubeClient) -> None:
-    from ansible_collections.multigres.pools.plugins.module_utils import crd
+    from multigres_pools.install import crd
 
     doc = crd.shard_crd()
     kube.apply(doc, FIELD_MANAGER, force=True)

@@ -22,7 +22,9 @@ import threading
 import time
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from .. import cli_help
 from .realnode.preflight import NODES

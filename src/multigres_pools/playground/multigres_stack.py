@@ -37,8 +37,12 @@ from typing import Any, cast
 
 import psycopg
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout, model
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..agent import podinfo
 from ..dataplane.base import PoolerId
@@ -53,7 +57,6 @@ from .realnode.install import install_bundle, restricted_namespace
 from .realnode.node import NodeNet, RealNode, claim
 from .realnode.preflight import NODES
 
-Manifest = dict[str, Any]
 SAMPLE = collection_root() / "examples" / "playground-shard.yaml"
 FIELD_MANAGER = "multigres-pools-playground"
 # What crash() can kill and restart.

@@ -14,9 +14,8 @@ Pure functions over pod and Service dicts.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
-Manifest = dict[str, Any]
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 LOCAL = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 

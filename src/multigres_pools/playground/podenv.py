@@ -11,9 +11,8 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-Manifest = dict[str, Any]
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 
 class ConfigError(Exception):

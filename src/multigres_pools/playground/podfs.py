@@ -18,11 +18,11 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from .podenv import ConfigError, decode_secret, field_ref
 
-Manifest = dict[str, Any]
 DEFAULT_MODE = 0o644
 FS_GROUP_READ = 0o440
 

@@ -19,7 +19,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
+
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from . import podenv, podexec, probes, reaper
 from .kubelet import now, pod_conditions
@@ -30,7 +32,6 @@ from .podnet import Bridge, NetError, PodNet, create_pod_net, delete_pod_net
 if TYPE_CHECKING:
     from .process_kubelet import ProcessKubelet
 
-Manifest = dict[str, Any]
 log = logging.getLogger(__name__)
 
 SYNC_RETRY_SECONDS = 2.0

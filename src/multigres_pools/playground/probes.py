@@ -8,9 +8,9 @@ import socket
 import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-Manifest = dict[str, Any]
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+
 KINDS = ("httpGet", "tcpSocket", "exec")
 Exec = Callable[[Sequence[str], float], int]  # argv, timeout -> exit code (raises TimeoutError)
 

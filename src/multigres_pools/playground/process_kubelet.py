@@ -37,12 +37,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from ansible_collections.multigres.pools.plugins.module_utils import layout
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from . import poddns, podnet
-from .kubelet import FakeKubelet, Manifest, now, record_event
+from .kubelet import FakeKubelet, now, record_event
 from .podenv import ImageSpec, Lookup
 from .podfs import Reader, text_data
 from .podworker import PodWorker

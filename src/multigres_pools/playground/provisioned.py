@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 
 from multigres_pools.dataplane.base import Pooler, PoolerId, ShardTopology
 

@@ -24,8 +24,8 @@ import shutil
 import sys
 import time
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, KubeError
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, KubeError
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from .. import cli_help, shard_command
 from ..podaddress import pod_address, pod_address_unless_resolvable

@@ -11,8 +11,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, ownership
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.state import ownership
 
 from . import plane_ask, plane_facts, shard_facts
 from .model import Report

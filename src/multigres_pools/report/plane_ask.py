@@ -5,20 +5,19 @@ replication and its backups. Every failure is kept as an answer, never raised.""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from .. import dataplane
 from ..agent import podinfo
 from ..dataplane.base import DataPlaneError
 from .plane_facts import Answers
 
-Obj = dict[str, Any]
 BACKUPS_LISTED = 100  # era A returns the oldest first and `limit` keeps the oldest: ask for enough
 
 
-def ask(cr: Obj, pods: list[Obj], dial_host: Callable[[str], str] | None, rpc_timeout: float) -> Answers:
+def ask(cr: Manifest, pods: list[Manifest], dial_host: Callable[[str], str] | None, rpc_timeout: float) -> Answers:
     version = ((cr.get("spec") or {}).get("multigres") or {}).get("version") or keys.DEFAULT_MULTIGRES_VERSION
     tops = [t for t in (podinfo.pod_topology(p) for p in pods) if t]
     topo = podinfo.cr_topology(cr) or (podinfo.shard_topology(tops) if tops else None)

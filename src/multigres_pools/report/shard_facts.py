@@ -5,15 +5,16 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import cron, facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.spec import cron
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..agent import backup_runner, podinfo
 from .model import BackupRun, Backups, Condition, PodRow, Report
 
-Obj = dict[str, Any]
 
-
-def report(cr: Obj, pods: list[Obj], now: dt.datetime) -> Report:
+def report(cr: Manifest, pods: list[Manifest], now: dt.datetime) -> Report:
     meta, spec, status = facts.meta(cr), cr.get("spec") or {}, cr.get("status") or {}
     decommission = podinfo.cr_pod_list(cr, "decommission")
     return Report(
@@ -28,13 +29,13 @@ def report(cr: Obj, pods: list[Obj], now: dt.datetime) -> Report:
         backups=backups(cr, now))
 
 
-def _restarts(pod: Obj) -> int:
+def _restarts(pod: Manifest) -> int:
     status = pod.get("status") or {}
     statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
     return sum(int(s.get("restartCount") or 0) for s in statuses)
 
 
-def pod_row(pod: Obj, decommission: bool) -> PodRow:
+def pod_row(pod: Manifest, decommission: bool) -> PodRow:
     labels, annotations = facts.labels(pod), facts.annotations(pod)
     top = podinfo.pod_topology(pod)
     terminating = facts.is_terminating(pod)
@@ -61,7 +62,7 @@ def _run(raw: Any) -> BackupRun | None:
         size_bytes=int(size) if isinstance(size, int | float) else None, error=str(raw.get("error") or ""))
 
 
-def backups(cr: Obj, now: dt.datetime) -> Backups:
+def backups(cr: Manifest, now: dt.datetime) -> Backups:
     status = cr.get("status") or {}
     state = status.get("backup") or {}
     due = sorted((cron.next_due(expression, now), str(kind))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 
 def lsn_bytes(lsn: str) -> int | None:

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
 from kubernetes import client
 
 from multigres_pools.agent.context import AgentConfig, Context

@@ -4,8 +4,8 @@ reported once and left alone while other pods drain."""
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import DrainState
 
 from multigres_pools.agent.context import AgentConfig
 

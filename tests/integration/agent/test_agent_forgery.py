@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 from kubernetes import client
 
 from multigres_pools.agent.context import AgentConfig

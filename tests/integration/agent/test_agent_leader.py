@@ -9,8 +9,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import DrainState
 from kubernetes import client
 
 from multigres_pools.agent.__main__ import Runtime, build

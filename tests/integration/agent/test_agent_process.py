@@ -9,11 +9,11 @@ import threading
 import time
 import urllib.request
 
-from ansible_collections.multigres.pools.plugins.module_utils import monitoring
-from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import DrainState
 
 from multigres_pools.agent.__main__ import build
 from multigres_pools.dataplane.era_a import EraA
+from multigres_pools.install import monitoring
 from multigres_pools.playground.cluster import free_port
 from tests.helpers import promql
 

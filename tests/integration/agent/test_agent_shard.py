@@ -7,12 +7,12 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
-from ansible_collections.multigres.pools.plugins.module_utils.crd import shard_crd
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from multigres_pools.agent.context import AgentConfig
+from multigres_pools.install.crd import shard_crd
 from multigres_pools.proto.gen import clustermetadata_pb2 as cm
 
 

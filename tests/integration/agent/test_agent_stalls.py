@@ -1,5 +1,5 @@
 """A dead topology etcd becomes visible: the agent publishes its verdict on the MultigresShard, the shard's
-TopologyUnreachable condition (stalls.py, what status.compute reports) turns True with the reason, a
+TopologyUnreachable condition (status/stalls.py, what status.compute reports) turns True with the reason, a
 blocked drain turns DrainStalled on the pod and on the shard, and everything clears once the etcd is
 back. The etcd is this test's own, killed with SIGKILL and restarted on the same ports and data."""
 
@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming, stalls
-from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import connect
+from ansible_collections.multigres.pools.plugins.module_utils.status import stalls
 from kubernetes import client
 
 from multigres_pools.agent.context import AgentConfig

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import bundle
-from ansible_collections.multigres.pools.plugins.module_utils.kube import connect
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import connect
 from prometheus_client import CollectorRegistry, Counter
 
 from multigres_pools import metrics_access
 from multigres_pools.agent import __main__ as agent_main
 from multigres_pools.agent.server import serve as agent_serve
+from multigres_pools.install import bundle
 from multigres_pools.operator import __main__ as operator_main
 from multigres_pools.operator import health
 from multigres_pools.playground import pki

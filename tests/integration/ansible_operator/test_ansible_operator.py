@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, connect
-from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import ENV_ALLOWED_IMAGES
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, connect
+from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import ENV_ALLOWED_IMAGES
 
 from multigres_pools.playground.localstack import install_crd
 from tests.helpers.operator_steps import (

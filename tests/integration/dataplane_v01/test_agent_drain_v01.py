@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
 from kubernetes import client
 
 from multigres_pools.agent.context import AgentConfig, Context, SimulatedCrash

@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack

@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.playground import flux as flux_module
 from multigres_pools.playground.flux import Flux

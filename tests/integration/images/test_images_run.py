@@ -7,10 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys, layout
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 
 from multigres_pools.images import catalog
 from multigres_pools.images.build import Built
+from multigres_pools.install import bundle
 from multigres_pools.playground import ansible_operator
 from multigres_pools.playground.containerd import Containerd, image_config
 from tests.helpers.collection import REPO

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout, model, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.dataplane.base import ShardTopology
 from multigres_pools.dataplane.v0_1 import V0_1

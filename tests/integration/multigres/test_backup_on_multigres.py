@@ -12,7 +12,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.agent import backup_health
 from multigres_pools.agent.kube import now_rfc3339

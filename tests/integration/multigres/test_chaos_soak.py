@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.playground.multigres_stack import CRASHABLE, MultigresStack
 

@@ -30,7 +30,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, maintenance
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.spec import maintenance
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.dataplane.base import DataPlaneError, Eligibility, ShardTopology, match_pod
 from multigres_pools.dataplane.v0_1 import V0_1

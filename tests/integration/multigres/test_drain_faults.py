@@ -19,7 +19,7 @@ import signal
 from collections.abc import Iterator
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.playground.localstack import wait_for
 

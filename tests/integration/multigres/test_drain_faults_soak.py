@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.playground.localstack import PodEvent, wait_for
 

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Iterator
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from .safety import (
     SHARD,

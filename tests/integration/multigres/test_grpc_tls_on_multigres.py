@@ -12,7 +12,9 @@ import grpc
 import psycopg
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import keys, layout, model, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
 from multigres_pools.dataplane.base import DataPlaneError, ShardTopology
 from multigres_pools.dataplane.grpc_tls import GrpcTLS

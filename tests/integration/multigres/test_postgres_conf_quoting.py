@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import model, render_context
+from ansible_collections.multigres.pools.plugins.module_utils.render import context as render_context
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
 from multigres_pools.playground.toolchain import Toolchain
 from tests import render_corpus as corpus

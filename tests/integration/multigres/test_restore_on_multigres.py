@@ -4,7 +4,7 @@ volumes; the shard must come back from the repository with every row acknowledge
 backup, and every row acknowledged before the last archived WAL segment. Prints the RPO (rows and
 seconds of acknowledged writes that did not come back) and the RTO (loss to the first new write).
 Then the same loss with the repository emptied as well: by itself v0.1.0 would bootstrap a new, empty
-shard; the bootstrap guard (bootstrap.py) must hold every pod before PostgreSQL can initdb, say so on the
+shard; the bootstrap guard (state/bootstrap.py) must hold every pod before PostgreSQL can initdb, say so on the
 MultigresShard, write nothing to the repository, and let the shard come back once the repository does."""
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import bootstrap, facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import resource_path
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import resource_path
+from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts
 
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.writeload import TABLE

@@ -8,11 +8,12 @@ import functools
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient, load_credentials
-from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, load_credentials
+from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy
 
 from multigres_pools.operator.cache import WATCHED
 from multigres_pools.operator.controller import Controller, Settings
@@ -20,7 +21,6 @@ from multigres_pools.operator.runner import DEFAULT_PLAYBOOK, PlaybookRunner
 from multigres_pools.operator.watch import AsyncKube, Informer
 
 T = TypeVar("T")
-Manifest = dict[str, Any]
 
 
 def shard_doc(namespace: str, name: str, replicas: int = 1) -> Manifest:

@@ -1,4 +1,4 @@
-"""The operator's allow-lists (spec_policy.py) end to end: the in-process decision and the playbook
+"""The operator's allow-lists (spec/policy.py) end to end: the in-process decision and the playbook
 run it starts both refuse a MultigresShard naming a disallowed image, the status names the field,
 no pod is created, and the refusal settles (no run after the status is written)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
-from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy
 
 from multigres_pools.operator.outcome import Result
 from multigres_pools.playground.localstack import wait_for

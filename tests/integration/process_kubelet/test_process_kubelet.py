@@ -288,8 +288,8 @@ def test_native_sidecars_start_in_order_and_stop_after_the_main_container(core, 
 
 
 def test_unknown_image_and_unsupported_volume_are_reported(core, namespace, process_kubelet):
-    from ansible_collections.multigres.pools.plugins.module_utils import keys
-    from ansible_collections.multigres.pools.plugins.module_utils.model import RELEASE_IMAGES
+    from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+    from ansible_collections.multigres.pools.plugins.module_utils.spec.model import RELEASE_IMAGES
 
     era_a_image = RELEASE_IMAGES[keys.MultigresVersion.ERA_A].multigres
 

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, model, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from tests.helpers.fake_agent import FakeAgent
 from tests.integration.process_kubelet.conftest import run_as_user, script_image

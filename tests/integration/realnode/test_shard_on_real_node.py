@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, layout
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.images import catalog
 from multigres_pools.playground.localstack import reconciles_in, wait_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
 
 from tests.helpers.fake_agent import FakeAgent
 from tests.integration.reconcile.rig import Rig

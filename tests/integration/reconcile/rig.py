@@ -8,12 +8,14 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, kube
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, Result, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.kube import client as kube
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, Result, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from tests.helpers.fake_agent import FakeAgent
 
-Manifest = dict[str, Any]
 POOL, CELL = "main", "z1"
 
 

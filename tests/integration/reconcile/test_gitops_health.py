@@ -9,8 +9,8 @@ import os
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
 
 from multigres_pools.operator.invalid import InvalidSpecReporter
 from tests.helpers import gitops_health as gh

@@ -4,10 +4,11 @@ nothing else; without it, none."""
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.observe import INFRA_KINDS
-from ansible_collections.multigres.pools.plugins.module_utils.owned_reads import owned_by
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.observe import INFRA_KINDS
+from ansible_collections.multigres.pools.plugins.module_utils.kube.owned_reads import owned_by
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from tests.integration.reconcile.rig import spec
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, maintenance, naming
-from ansible_collections.multigres.pools.plugins.module_utils.plan_context import MAX_WINDOW_REQUEUE
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.plan.context import MAX_WINDOW_REQUEUE
+from ansible_collections.multigres.pools.plugins.module_utils.spec import maintenance
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from tests.integration.reconcile.rig import CELL, POOL, spec
 

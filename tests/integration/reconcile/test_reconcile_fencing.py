@@ -6,8 +6,9 @@ FenceRefused naming the pod and why, and nothing is created, drained or deleted 
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
-from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeError
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeError
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from tests.integration.reconcile.rig import CELL, POOL, spec
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from tests.helpers.polling import eventually
 from tests.integration.reconcile.rig import CELL, POOL, spec

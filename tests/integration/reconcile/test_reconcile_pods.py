@@ -8,7 +8,8 @@ collector — is the real thing.
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from tests.integration.reconcile.rig import CELL, POOL, spec
 

@@ -5,9 +5,9 @@ allowed, the same shard converges."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
-from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
+from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy
 
 from tests.integration.reconcile.rig import spec
 

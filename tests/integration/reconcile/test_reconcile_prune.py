@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations, facts, keys, labels, naming
-from ansible_collections.multigres.pools.plugins.module_utils.keys import ShardCondition
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import ShardCondition
+from ansible_collections.multigres.pools.plugins.module_utils.state import drain_annotations, facts
 
 from tests.integration.reconcile.rig import CELL, POOL, spec
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, stalls
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+from ansible_collections.multigres.pools.plugins.module_utils.status import stalls
 
 from tests.integration.reconcile.rig import Rig, spec
 

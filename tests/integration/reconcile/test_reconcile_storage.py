@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from tests.integration.reconcile.rig import CELL, POOL, spec
 
@@ -39,7 +40,7 @@ def test_storage_growth_patches_pvcs_in_place_and_resize_pending_drains(rig, exp
 
 def test_shrink_is_refused_and_nothing_is_written(rig):  # type: ignore[no-untyped-def]
     rig.settle(spec(1, storage={"size": "2Gi"}))
-    from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, run_pass
+    from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
 
     rig.client.counts.clear()
     request = Request(namespace=rig.namespace, definition={

@@ -9,7 +9,10 @@ import datetime as dt
 import json
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, naming, tls, tls_policy
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.kube import tls
+from ansible_collections.multigres.pools.plugins.module_utils.plan import tls_policy
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 from cryptography import x509
 
 from tests.integration.reconcile.rig import CELL, POOL, spec

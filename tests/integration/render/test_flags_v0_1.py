@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import model, render
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
 from multigres_pools.playground import toolchain as toolchain_module
 from multigres_pools.playground.toolchain import Toolchain

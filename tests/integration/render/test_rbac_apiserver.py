@@ -21,10 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, facts, keys, naming, ownership
-from ansible_collections.multigres.pools.plugins.module_utils.kube import Credentials, KubeClient, KubeError, connect
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import (
+    Credentials,
+    KubeClient,
+    KubeError,
+    connect,
+)
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts, ownership
 from kubernetes import client as k8s
 
+from multigres_pools.install import bundle
 from multigres_pools.playground.localstack import install_crd
 from tests.helpers import service_accounts
 from tests.helpers.fake_agent import FakeAgent
@@ -182,7 +189,7 @@ def _pod(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
 def test_a_blocking_controller_reference_to_the_shard_needs_its_finalizers(installed):  # type: ignore[no-untyped-def]
     """OwnerReferencesPermissionEnforcement (on in the harness): a ServiceAccount that may create pods
     but not update multigresshards/finalizers can copy the shard's controller reference only without
-    blockOwnerDeletion, which ownership.py does not count; the operator's ServiceAccount sets it."""
+    blockOwnerDeletion, which state/ownership.py does not count; the operator's ServiceAccount sets it."""
     ns, admin = installed.watched, installed.admin
     cr = admin.create({"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
                        "metadata": {"name": "demo", "namespace": ns}, "spec": spec(1)}, field_manager="test")

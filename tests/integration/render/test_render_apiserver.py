@@ -15,8 +15,11 @@ import urllib.parse
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import crd, keys, labels, model, render
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
+from multigres_pools.install import crd
 from tests import render_corpus as corpus
 
 pytestmark = pytest.mark.cluster
@@ -193,7 +196,7 @@ def _wait_pdb(api, pdb, allowed: int, healthy: int = 3) -> dict[str, Any]:
 
 
 def test_pdb_refuses_every_eviction_even_with_all_pods_ready(crd_installed, namespace, kubelet):
-    """Pool pods leave only through our drain (plan_maintenance.py for cordoned nodes), never by eviction."""
+    """Pool pods leave only through our drain (plan/maintenance.py for cordoned nodes), never by eviction."""
     cr = _shard(namespace, {"pools": {"default": {"replicasPerCell": 3}}})
     created = apply(crd_installed, cr)
     desired = render.desired_state(model.load_spec(cr["spec"]), namespace,

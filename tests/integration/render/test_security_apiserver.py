@@ -14,9 +14,12 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys, labels, model, render
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 from kubernetes import client
 
+from multigres_pools.install import bundle
 from tests import render_corpus as corpus
 from tests.integration.render.test_render_apiserver import ApiError, apply, crd_installed, create  # noqa: F401
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import cron
-from ansible_collections.multigres.pools.plugins.module_utils.keys import BackupType
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import BackupType
+from ansible_collections.multigres.pools.plugins.module_utils.spec import cron
 
 from multigres_pools.agent.backup_schedule import (
     Inputs,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import DrainState
 from hypothesis import given
 from hypothesis import strategies as st
 

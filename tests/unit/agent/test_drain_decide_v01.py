@@ -3,7 +3,7 @@ again around the unregister, and a drain that goes back a step instead of deleti
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import DrainState
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 
 from multigres_pools.dataplane.base import (
     BackupLocationKind,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.agent import fence
 from multigres_pools.agent.fence import Facts, Step

@@ -3,7 +3,7 @@ highest-term rule, so a restarted old primary that still leads its own older rul
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.agent.context import ShardView
 from multigres_pools.dataplane.base import Leadership, Pooler, PoolerId, ShardTopology

@@ -26,7 +26,7 @@ def test_topology_from_sidecar_or_container() -> None:
 
 def test_service_id_defaults_to_the_pod_name_hash() -> None:
     assert podinfo.pod_topology(pod(ARGS[:-1])).service_id == "p-" + __import__(
-        "ansible_collections.multigres.pools.plugins.module_utils.naming", fromlist=["x"]).hash_parts("pod-0")
+        "ansible_collections.multigres.pools.plugins.module_utils.core.naming", fromlist=["x"]).hash_parts("pod-0")
 
 
 def test_containers_ready_absent_counts_as_ready() -> None:

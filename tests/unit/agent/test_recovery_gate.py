@@ -3,8 +3,11 @@ while the newest rule names another leader is kept unready; not knowing changes 
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, model, render, status
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.plan.shard import plan
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from multigres_pools.agent.recovery_gate import gated, verdict
 from multigres_pools.dataplane.base import Leadership, PoolerId

@@ -1,12 +1,13 @@
 """The restore in the status: v0.1.0's postgres_action read from the Status round, the agent's fact on
 each pool pod (restore_watch.next_fact), and the engine's condition Restoring and status.restore
-built from the pods' facts (bootstrap.py)."""
+built from the pods' facts (state/bootstrap.py)."""
 
 from __future__ import annotations
 
 import json
 
-from ansible_collections.multigres.pools.plugins.module_utils import bootstrap, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap
 
 from multigres_pools.agent.restore_watch import next_fact
 from multigres_pools.dataplane.base import PoolerId, PostgresAction

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.agent.roles import desired_roles, prunable, role_changes
 from multigres_pools.dataplane.base import Pooler, PoolerId

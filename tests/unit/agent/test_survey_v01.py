@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.dataplane.base import DataPlaneError, Pooler, PoolerId, PoolerStatus, RefusalReason
 from multigres_pools.dataplane.v0_1 import V0_1, pooler_status

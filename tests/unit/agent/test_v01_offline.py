@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 
 from multigres_pools import dataplane
 from multigres_pools.dataplane.base import (

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, snapshot, tls
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import snapshot, tls
 
 from multigres_pools.operator.cache import SHARD, WATCHED, Cache, CacheView
 from multigres_pools.operator.decide import decide_shard
@@ -86,7 +87,7 @@ def converge(cache: Cache, tmp_path: Path, rounds: int = 5) -> None:
         assert verdict is not None
         if not verdict.run:
             return
-        from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, decide
+        from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, decide
         decision = decide(view(cache), Request(namespace=NS, name=NAME), cache.shard((NS, NAME)), NOW)
         for action in decision.plan.actions if decision.plan else []:
             rv += 1
@@ -149,7 +150,7 @@ def test_an_invalid_spec_runs_once_to_write_its_status_then_waits(tmp_path: Path
     cache.apply(SHARD, "ADDED", bad, None)
     verdict = decide_shard(view(cache), (NS, NAME), tmp_path, now=NOW)
     assert verdict is not None and verdict.run and verdict.reason == "status"
-    from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, decide
+    from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, decide
     decision = decide(view(cache), Request(namespace=NS, name=NAME), bad, NOW)
     assert decision.invalid and decision.status is not None
     cache.apply(SHARD, "MODIFIED", {**bad, "status": decision.status}, bad)

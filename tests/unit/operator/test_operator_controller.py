@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.operator.backoff import Backoff
 from multigres_pools.operator.controller import Controller, Settings, split_concurrency

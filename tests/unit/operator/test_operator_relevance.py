@@ -1,7 +1,7 @@
 import copy
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
-from ansible_collections.multigres.pools.plugins.module_utils.naming import ShardId
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.core.naming import ShardId
 
 from multigres_pools.operator.relevance import Router, fingerprint, shard_id_from_spec
 

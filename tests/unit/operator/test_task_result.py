@@ -1,4 +1,4 @@
-"""The shard_reconcile result, defined once (task_result.py): the engine builds it, the operator reads
+"""The shard_reconcile result, defined once (reconcile/task_result.py): the engine builds it, the operator reads
 it back, and nothing reads a key nothing builds."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ import dataclasses
 import json
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import reconcile, reconcile_task, task_result
-from ansible_collections.multigres.pools.plugins.module_utils.task_result import TaskResult
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile import shard as reconcile
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile import task as reconcile_task
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile import task_result
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.task_result import TaskResult
 
 from multigres_pools.operator import outcome
 from multigres_pools.operator.outcome import Result, classify

@@ -4,7 +4,7 @@ multigres_pools.ansible_operator_image writes, and it agrees with the pins and w
 from __future__ import annotations
 
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools import ansible_operator_image as image
 from multigres_pools.playground import ansible_operator

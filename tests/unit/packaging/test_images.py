@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys
-from ansible_collections.multigres.pools.plugins.module_utils.model import Pool
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.spec.model import Pool
 from packaging.requirements import Requirement
 
 from multigres_pools.images import build, catalog, inputs
 from multigres_pools.images.lock import pins
 from multigres_pools.images.steps import ImageBuildError, run
+from multigres_pools.install import bundle
 from tests.helpers.collection import REPO
 
 

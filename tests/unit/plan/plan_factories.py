@@ -15,13 +15,14 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, labels, naming
-from ansible_collections.multigres.pools.plugins.module_utils import plan as planner
-from ansible_collections.multigres.pools.plugins.module_utils.desired import Desired, DesiredPool, PVCPolicy
-from ansible_collections.multigres.pools.plugins.module_utils.observe import Observed
-from ansible_collections.multigres.pools.plugins.module_utils.render_context import owner_reference
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.plan import shard as planner
+from ansible_collections.multigres.pools.plugins.module_utils.render.context import owner_reference
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+from ansible_collections.multigres.pools.plugins.module_utils.state.desired import Desired, DesiredPool, PVCPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.state.observed import Observed
 
-Manifest = dict[str, Any]
 SID = naming.ShardId("demo", "postgres", "default", "0-inf")
 NS = "db"
 NOW = dt.datetime(2026, 5, 1, 12, 0, 0, tzinfo=dt.UTC)
@@ -150,7 +151,7 @@ def live_pvc(dp: DesiredPool, index: int, *, size: str | None = None, owned: boo
     if owned:
         md["ownerReferences"] = [{"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": "demo",
                                   "uid": CR_UID, "controller": True}]
-    # As the engine creates them: marked as the shard's (ownership.py); None leaves the mark out.
+    # As the engine creates them: marked as the shard's (state/ownership.py); None leaves the mark out.
     md["annotations"] = {keys.ANN_OWNER_SHARD: "demo", **(annotations or {})}
     md["annotations"] = {k: v for k, v in md["annotations"].items() if v is not None}
     if terminating:

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import copy
 import itertools
-from typing import Any
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.actions import Action, Verb
-from ansible_collections.multigres.pools.plugins.module_utils.observe import Observed
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.plan.actions import Action, Verb
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+from ansible_collections.multigres.pools.plugins.module_utils.state.observed import Observed
 
 from tests.helpers.merge_patch import merge_patch
 
-Manifest = dict[str, Any]
 NEXT_STATE = dict(itertools.pairwise(keys.DRAIN_ORDER))
 
 

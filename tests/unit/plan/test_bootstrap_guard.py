@@ -1,4 +1,4 @@
-"""The bootstrap guard (bootstrap.py): a shard that recorded a backup never starts anew over an empty
+"""The bootstrap guard (state/bootstrap.py): a shard that recorded a backup never starts anew over an empty
 repository. The evidence, the resolved pod annotation, the init container's script (run here against a
 stand-in pgbackrest), the planner's marks and the condition BootstrapRefused with its events."""
 
@@ -10,8 +10,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import bootstrap, facts, keys, model, render, status
-from ansible_collections.multigres.pools.plugins.module_utils.desired import BootstrapGuard
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts
+from ansible_collections.multigres.pools.plugins.module_utils.state.desired import BootstrapGuard
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from tests import render_corpus as corpus
 

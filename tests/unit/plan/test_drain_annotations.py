@@ -4,9 +4,10 @@ and what the planner does with it: unknown states are reported and left alone, c
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import drain_annotations as da
-from ansible_collections.multigres.pools.plugins.module_utils import keys, status
-from ansible_collections.multigres.pools.plugins.module_utils.keys import DrainState
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core.keys import DrainState
+from ansible_collections.multigres.pools.plugins.module_utils.state import drain_annotations as da
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from multigres_pools.agent import podinfo
 

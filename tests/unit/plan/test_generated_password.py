@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ansible_collections.multigres.pools.plugins.module_utils import model, naming, render
-from ansible_collections.multigres.pools.plugins.module_utils.actions import Verb
+from ansible_collections.multigres.pools.plugins.module_utils.core import naming
+from ansible_collections.multigres.pools.plugins.module_utils.plan.actions import Verb
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
 from .plan_factories import NOW, desired, healthy, observed, plan
 

@@ -7,8 +7,13 @@ import base64
 import datetime as dt
 from dataclasses import replace
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, model, render, tls, tls_policy
-from ansible_collections.multigres.pools.plugins.module_utils.actions import Verb
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import tls
+from ansible_collections.multigres.pools.plugins.module_utils.plan import tls_policy
+from ansible_collections.multigres.pools.plugins.module_utils.plan.actions import Verb
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, status
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import (
     NOW,
@@ -111,7 +112,7 @@ def test_a_name_that_is_not_a_pod_of_the_pool_is_reported_and_ignored():
 def test_decommission_waits_for_the_maintenance_window_but_the_replacement_does_not():
     import datetime as dt
 
-    from ansible_collections.multigres.pools.plugins.module_utils import maintenance
+    from ansible_collections.multigres.pools.plugins.module_utils.spec import maintenance
 
     dp = _pool()
     dp = dataclasses.replace(dp, decommission=frozenset({_name(dp, 2)}))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state.desired import PVCPolicy
 
 from .plan_factories import (
     NOW,

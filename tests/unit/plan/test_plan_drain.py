@@ -3,8 +3,8 @@ contract §3.4), DRAINED pods and their stand-ins."""
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
-from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state.desired import PVCPolicy
 
 from .plan_factories import (
     NOW,

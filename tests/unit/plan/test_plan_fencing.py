@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ansible_collections.multigres.pools.plugins.module_utils import fencing, keys, status
-from ansible_collections.multigres.pools.plugins.module_utils.plan import plan
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.plan.shard import plan
+from ansible_collections.multigres.pools.plugins.module_utils.status import fencing
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import NOW, desired, desired_pool, drains, healthy, live_pod, live_pvc, observed, shard_cr
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys
-from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
-from ansible_collections.multigres.pools.plugins.module_utils.facts import PodFacts
-from ansible_collections.multigres.pools.plugins.module_utils.plan_context import pool_views
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.plan.context import pool_views
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+from ansible_collections.multigres.pools.plugins.module_utils.state.desired import PVCPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.state.facts import PodFacts
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule

@@ -1,4 +1,4 @@
-"""Node maintenance (plan_maintenance.py): pool pods leave cordoned nodes through our drain, one at a
+"""Node maintenance (plan/maintenance.py): pool pods leave cordoned nodes through our drain, one at a
 time in the shard, replicas first, the primary last, each only once the previous replacement is Ready."""
 
 from __future__ import annotations
@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, maintenance, status
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.spec import maintenance
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import NOW, desired, desired_pool, drains, healthy, live_pod, observed, plan
 

@@ -1,13 +1,15 @@
-"""Ownership, not labels (ownership.py): objects with the shard's labels that are not the shard's are
+"""Ownership, not labels (state/ownership.py): objects with the shard's labels that are not the shard's are
 never counted, patched, deleted or adopted, and the status names them."""
 
 from __future__ import annotations
 
 import copy
 
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, ownership, status
-from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
-from ansible_collections.multigres.pools.plugins.module_utils.observe import Observed
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts, ownership
+from ansible_collections.multigres.pools.plugins.module_utils.state.desired import PVCPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.state.observed import Observed
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from tests.unit.plan.plan_factories import (
     CR_UID,
@@ -140,7 +142,8 @@ def test_legacy_pvc_mounted_by_our_pod_is_marked_and_a_retained_one_keeps_its_ma
 def test_a_foreign_secret_under_a_generated_name_refuses_the_pass() -> None:
     from dataclasses import replace
 
-    from ansible_collections.multigres.pools.plugins.module_utils import model, render
+    from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+    from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
     spec = {"clusterName": "demo", "globalTopoServer": {"address": "topo:2379"},
             "pools": {"main": {"cells": ["z1"], "replicasPerCell": 1}}}
@@ -165,7 +168,7 @@ def test_a_foreign_secret_under_a_generated_name_refuses_the_pass() -> None:
 
 
 def test_a_foreign_pvc_under_the_backup_pvc_name_refuses_the_pass() -> None:
-    from ansible_collections.multigres.pools.plugins.module_utils import labels, naming
+    from ansible_collections.multigres.pools.plugins.module_utils.core import labels, naming
 
     from tests.unit.plan.plan_factories import SID
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, status
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import NOW, desired, desired_pool, healthy, observed, plan, shard_cr
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 
 from .plan_factories import (
     NOW,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels
 
 from .plan_factories import CR_UID, NOW, NS, SID, desired, desired_pool, healthy, observed, plan, shard_cr
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from .plan_factories import NOW, desired, desired_pool, drains, healthy, live_pod, observed, plan, writes
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, labels, naming
-from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.state.desired import PVCPolicy
 
 from .plan_factories import NOW, SID, desired, desired_pool, healthy, live_pvc, observed, plan, shard_cr, writes
 

@@ -1,4 +1,4 @@
-"""The switchover request (plan_switchover.py): `any` drains the primary for a switchover once the
+"""The switchover request (plan/switchover.py): `any` drains the primary for a switchover once the
 shard is settled; everything else is refused with the reason, the request is removed and the
 decision recorded, and nothing else changes."""
 
@@ -9,7 +9,9 @@ import json
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, model, status
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import NOW, desired, desired_pool, drains, events, healthy, live_pod, observed, plan, shard_cr
 

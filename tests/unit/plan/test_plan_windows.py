@@ -6,8 +6,10 @@ import dataclasses
 import datetime as dt
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, maintenance, model, status
-from ansible_collections.multigres.pools.plugins.module_utils.plan_context import MAX_WINDOW_REQUEUE
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.plan.context import MAX_WINDOW_REQUEUE
+from ansible_collections.multigres.pools.plugins.module_utils.spec import maintenance, model
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import NOW, desired, desired_pool, drains, healthy, observed, plan, shard_cr, writes
 
@@ -111,7 +113,7 @@ def test_window_validation_names_the_field(window, error):  # type: ignore[no-un
 
 
 def test_render_carries_the_windows_into_desired():
-    from ansible_collections.multigres.pools.plugins.module_utils import render
+    from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
 
     spec = model.load_spec({**BASE, "maintenanceWindows": [{"days": ["Sat", "Sun"], "start": "02:30",
                                                             "duration": "1h30m"}]})

@@ -5,7 +5,9 @@ for a MultigresShard. Data PVCs are the one exception: their reference follows w
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, model, render
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
 from tests import render_corpus as corpus
 from tests.unit.plan.plan_factories import CR_UID, NOW, observed, plan, rendered, shard_cr

@@ -1,10 +1,12 @@
-"""The operator's allow-lists for images, ServiceAccounts and Secrets (spec_policy.py)."""
+"""The operator's allow-lists for images, ServiceAccounts and Secrets (spec/policy.py)."""
 
 from __future__ import annotations
 
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, model
-from ansible_collections.multigres.pools.plugins.module_utils.spec_policy import SpecPolicy, parse_list
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy, parse_list
+
+from multigres_pools.install import bundle
 
 BASE = {"clusterName": "demo", "globalTopoServer": {"address": "topo:2379"},
         "pools": {"main": {"cells": ["z1"], "replicasPerCell": 1}}}

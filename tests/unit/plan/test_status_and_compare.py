@@ -9,8 +9,11 @@ import stat
 import sys
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import compare, keys, kube, status
-from ansible_collections.multigres.pools.plugins.module_utils.model import MultigresShardStatus
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import client as kube
+from ansible_collections.multigres.pools.plugins.module_utils.plan import compare
+from ansible_collections.multigres.pools.plugins.module_utils.spec.model import MultigresShardStatus
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, observed, plan, shard_cr
 
@@ -171,7 +174,7 @@ def test_a_broken_kubeconfig_is_named_with_what_is_wrong(tmp_path, content, mess
 
 def test_every_status_field_the_engine_writes_is_declared_and_described_in_the_crd():
     """So `kubectl explain multigresshard.status` lists what the engine writes (not only preserved unknowns)."""
-    from ansible_collections.multigres.pools.plugins.module_utils.crd import shard_crd
+    from multigres_pools.install.crd import shard_crd
 
     verdict = {"healthy": True, "reason": "BackupRecent", "message": "ok", "lastBackupTime": "2026-05-01T11:00:00Z",
                "lastBackupType": "full"}

@@ -3,8 +3,9 @@ which the CRD's status schema is generated from), and every condition type is a 
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys, status
-from ansible_collections.multigres.pools.plugins.module_utils.model import MultigresShardStatus
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.spec.model import MultigresShardStatus
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import NOW, desired, desired_pool, healthy, observed, plan, shard_cr
 

@@ -1,4 +1,4 @@
-"""The shard condition PodsStuck (pod_stuck.py): containers of pool pods that wait for something that
+"""The shard condition PodsStuck (status/pod_stuck.py): containers of pool pods that wait for something that
 will not come by itself, named on the MultigresShard; the phase, the events, the recheck."""
 
 from __future__ import annotations
@@ -6,7 +6,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import conditions, facts, keys, pod_stuck, status
+from ansible_collections.multigres.pools.plugins.module_utils.core import conditions, keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+from ansible_collections.multigres.pools.plugins.module_utils.status import pod_stuck
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import NOW, desired, desired_pool, healthy, observed, plan, shard_cr
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.multigres.pools.plugins.module_utils import status
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
 from .plan_factories import NOW, desired, desired_pool, healthy, live_pvc, observed, plan, shard_cr
 

@@ -1,4 +1,4 @@
-"""The stall conditions of a MultigresShard (stalls.py) as status.compute reports them."""
+"""The stall conditions of a MultigresShard (status/stalls.py) as status.compute reports them."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ import datetime as dt
 import json
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import facts, keys, stalls, status
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile import Request, request_problems
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, request_problems
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
+from ansible_collections.multigres.pools.plugins.module_utils.status import stalls
 
 from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, observed, plan, shard_cr
 

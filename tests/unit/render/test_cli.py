@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools import cli
+from multigres_pools.install import bundle
 from tests import render_corpus as corpus
 
 REPO = Path(__file__).resolve().parents[3]

@@ -5,7 +5,11 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import crd, keys, model, model_security, rules
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model, rules
+from ansible_collections.multigres.pools.plugins.module_utils.spec import security as model_security
+
+from multigres_pools.install import crd
 
 
 def _walk(node, path="$"):
@@ -107,12 +111,12 @@ def test_group_comes_from_keys():
 
 
 def test_api_reference_in_docs_is_current():
-    from ansible_collections.multigres.pools.plugins.module_utils import apidoc
+    from multigres_pools.install import apidoc
 
     text = (Path(__file__).resolve().parents[3] / "docs" / "api.md").read_text()
     assert apidoc.reference() in text, (
         "docs/api.md is stale: .venv/bin/python -m "
-        "ansible_collections.multigres.pools.plugins.module_utils.apidoc docs/api.md")
+        "multigres_pools.install.apidoc docs/api.md")
     for name in _all_rules():
         assert f"(rule: {name})" in text
     for field in ("spec.pools.<name>.replicasPerCell", "spec.backup.pgbackrestTLS.mode", "spec.cellTopologyLabels"):

@@ -29,12 +29,13 @@ from typing import Any
 import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.multigres.pools.plugins.module_utils import crd, inputs, model
+from ansible_collections.multigres.pools.plugins.module_utils.spec import inputs, model
 from ansible_collections.multigres.pools.plugins.modules import shard_reconcile, shard_render
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from multigres_pools import cli
+from multigres_pools.install import crd
 
 CORPUS = Path(__file__).resolve().parents[2] / "fuzz_corpus"
 SEEDS = sorted(CORPUS.glob("*.yaml"))

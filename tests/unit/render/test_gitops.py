@@ -82,7 +82,7 @@ def test_lua_waits_for_a_status():
 def test_flux_expressions_are_valid_before_the_first_status():
     """The old `!has(status.observedGeneration)` fails when `status` is absent: CEL cannot test a
     top-level variable. The CRD defaults `status` to {} so the object always has one."""
-    from ansible_collections.multigres.pools.plugins.module_utils import crd
+    from multigres_pools.install import crd
 
     schema = crd.shard_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
     assert schema["default"] == {}

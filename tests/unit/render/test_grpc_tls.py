@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys, layout, model, render, render_context
-from ansible_collections.multigres.pools.plugins.module_utils import render_pool_era_a as era_a
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import context as render_context
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.render import pool_era_a as era_a
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
+from multigres_pools.install import bundle
 from tests import render_corpus as corpus
 
 TLS = {"security": {"grpcTLS": {"secretName": "grpc-certs"}}}

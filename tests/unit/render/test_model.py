@@ -5,7 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import model, naming, quantity
+from ansible_collections.multigres.pools.plugins.module_utils.core import naming
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model, quantity
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import bundle, keys, monitoring
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from prometheus_client import generate_latest
 
 from multigres_pools.agent.metrics import Metrics as AgentMetrics
+from multigres_pools.install import bundle, monitoring
 from multigres_pools.operator.metrics import Metrics as OperatorMetrics
 from tests.helpers import promql
 

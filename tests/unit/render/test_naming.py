@@ -1,4 +1,4 @@
-"""Golden names, computed by hand from the documented algorithm (contract §3.5), never by naming.py.
+"""Golden names, computed by hand from the documented algorithm (contract §3.5), never by core/naming.py.
 
 Each hash below was computed outside this repository with a separate FNV-1a-32 (offset 0x811c9dc5,
 prime 0x01000193, every part followed by one NUL byte) and the truncation rule applied by hand:
@@ -8,7 +8,7 @@ keep `max - 8 - 3` characters of the joined name, then `---` and the hash.
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import naming
 
 EXAMPLE = naming.ShardId("mycluster", "postgres", "default", "0-inf")
 LONG = naming.ShardId("production-analytics-cluster", "postgres", "default", "0-inf")
@@ -36,7 +36,7 @@ def test_worked_example_from_the_contract():
 
 
 def test_v0_1_names():
-    # Hashes computed outside naming.py, like the ones above.
+    # Hashes computed outside core/naming.py, like the ones above.
     assert naming.shard_backup_pvc_name(EXAMPLE) == "backup-data-mycluster-postgres-default-0-inf-65b089fa"
     gateway = "mycluster-postgres-default-0-inf-multigateway-zone1-a68b5d79"
     assert naming.multigateway_deployment_name(EXAMPLE, "zone1") == gateway

@@ -11,7 +11,10 @@ import ssl
 from pathlib import Path
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import keys, model, render, tls
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube import tls
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
 from tests import render_corpus as corpus
 

@@ -6,16 +6,11 @@ import re
 from typing import Any
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import (
-    keys,
-    labels,
-    layout,
-    model,
-    naming,
-    render,
-    spechash,
-)
-from ansible_collections.multigres.pools.plugins.module_utils.desired import PVCPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels, naming
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout, spechash
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.state.desired import PVCPolicy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

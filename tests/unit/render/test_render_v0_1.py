@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.multigres.pools.plugins.module_utils import keys, layout, model, naming, render
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -8,16 +8,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import (
-    keys,
-    labels,
-    layout,
-    model,
-    model_security,
-    render,
-    render_context,
-    render_security,
-)
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys, labels
+from ansible_collections.multigres.pools.plugins.module_utils.render import context as render_context
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.render import security as render_security
+from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
+from ansible_collections.multigres.pools.plugins.module_utils.spec import model
+from ansible_collections.multigres.pools.plugins.module_utils.spec import security as model_security
 
 from tests import render_corpus as corpus
 

@@ -4,8 +4,8 @@ the field, and the model applying it (so renders and the agent see the same iden
 from __future__ import annotations
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import topology_address as ta
-from ansible_collections.multigres.pools.plugins.module_utils.model import GlobalTopoServer
+from ansible_collections.multigres.pools.plugins.module_utils.spec import topology_address as ta
+from ansible_collections.multigres.pools.plugins.module_utils.spec.model import GlobalTopoServer
 from pydantic import ValidationError
 
 

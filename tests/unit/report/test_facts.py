@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.dataplane.base import Backup, Leadership, Pooler, PoolerId, PoolerStatus, Survey, SyncReplication
 from multigres_pools.report import plane_facts, shard_facts, units, verdict

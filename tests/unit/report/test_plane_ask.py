@@ -8,7 +8,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from ansible_collections.multigres.pools.plugins.module_utils import naming
+from ansible_collections.multigres.pools.plugins.module_utils.core import naming
 
 from multigres_pools.dataplane.etcd import Etcd
 from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm

@@ -8,7 +8,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils import keys
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from ... import cli
 from .. import node_binaries

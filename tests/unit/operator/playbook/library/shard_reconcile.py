@@ -11,8 +11,8 @@ def write_until_stopped(module):
     import os
     import time
 
-    from ansible_collections.multigres.pools.plugins.module_utils import keys
-    from ansible_collections.multigres.pools.plugins.module_utils.kube import KubeError, connect
+    from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+    from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeError, connect
 
     me = os.path.basename(os.path.dirname(os.environ.get(keys.ENV_WRITE_FENCE, ""))) or "unfenced"
     kube = connect(os.environ.get("KUBECONFIG"))

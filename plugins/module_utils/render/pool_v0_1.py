@@ -1,0 +1,235 @@
+"""Pool pod containers for Multigres v0.1.0 (shared/reference/multigres-v0.1.md §5).
+
+pgctld is the native sidecar (an init container with `restartPolicy: Always`): it starts first and
+is stopped only after multipooler, the main container, has exited. So SIGTERM reaches multipooler
+first, which makes the pooler INELIGIBLE, lets multiorch take it out of the cohort, and stops
+PostgreSQL through a pgctld that is still running. Every container names its binary in `command`
+(the images' entrypoints are not ours to rely on), and every flag is spelled out even where it
+equals Multigres' default, so the pod says exactly what runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core import keys, naming
+from ..core.manifest import Manifest
+from ..state import bootstrap
+from ..state.desired import BootstrapGuard
+from . import grpc_tls as render_grpc_tls
+from . import layout
+from .context import ShardContext
+from .parts import (
+    container_security,
+    field_env,
+    http_probe,
+    pgctld_config,
+    pool_mounts,
+    port,
+    postgres_env,
+    resources,
+)
+
+if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
+    from ..spec.model import Pool
+
+POD_NAME_ENV = "POD_NAME"
+# multipooler's HTTP server answers /live before its manager is ready; pgctld's /ready waits for
+# PostgreSQL (initdb, a restore or the first backup can take minutes), so only readiness uses it.
+# Probed every second while starting: the kubelet starts multipooler only once the pgctld sidecar's
+# startup probe passed, and a pod in a rolling update is replaced only once it is Ready, so each
+# period is paid up to twice per pod (5 s periods cost ~10 s of a ~16 s start). Local HTTP GETs.
+_STARTUP_PERIOD, _STARTUP_FAILURES = 1, 300  # 5 minutes to bring the HTTP endpoints up
+_READY_PERIOD, _LIVE_PERIOD = 2, 10
+
+
+def _password_env() -> Manifest:
+    return {"name": "POSTGRES_PASSWORD_FILE", "value": f"{layout.PASSWORD_DIR}/{layout.PASSWORD_FILE}"}
+
+
+def _password_mount() -> Manifest:
+    return {"name": layout.VOL_PASSWORD, "mountPath": layout.PASSWORD_DIR, "readOnly": True}
+
+
+def password_volume(ctx: ShardContext) -> Manifest:
+    """The superuser password Secret as the one file POSTGRES_PASSWORD_FILE names (mode 0440: the
+    fsGroup reads it, nobody else in the pod needs to)."""
+    return {"name": layout.VOL_PASSWORD, "secret": {
+        "secretName": ctx.password.name, "defaultMode": 0o440,
+        "items": [{"key": ctx.password.key, "path": layout.PASSWORD_FILE}]}}
+
+
+def _probes(ready: str, live: str, port_number: int) -> Manifest:
+    return {
+        "startupProbe": http_probe(live, port_number, _STARTUP_PERIOD, _STARTUP_FAILURES),
+        "livenessProbe": http_probe(live, port_number, _LIVE_PERIOD),
+        "readinessProbe": http_probe(ready, port_number, _READY_PERIOD),
+    }
+
+
+def pooler_hostname(ctx: ShardContext, pool_name: str, cell: str) -> str:
+    """The `--hostname` multipooler registers: the pod's FQDN under its headless Service, with the
+    pod name left to the kubelet (`$(POD_NAME)`), so one pod template serves every index."""
+    svc = ctx.name(naming.headless_service_name, pool_name, cell)
+    return naming.pooler_fqdn(f"$({POD_NAME_ENV})", svc, ctx.namespace, layout.CLUSTER_DOMAIN)
+
+
+def _multipooler(ctx: ShardContext, pool: Pool, pool_name: str, cell: str, service_id: str) -> Manifest:
+    spec, sid = ctx.spec, ctx.sid
+    args = [
+        f"--cell={cell}",
+        f"--database={sid.database}",
+        f"--table-group={sid.tablegroup}",
+        f"--shard={sid.shard}",
+        f"--service-id={service_id}",
+        f"--hostname={pooler_hostname(ctx, pool_name, cell)}",
+        f"--topo-global-server-addresses={spec.global_topo_server.address}",
+        f"--topo-global-root={spec.global_topo_server.root_path}",
+        f"--http-port={layout.MULTIPOOLER_HTTP}",
+        f"--grpc-port={layout.MULTIPOOLER_GRPC}",
+        f"--pooler-dir={layout.POOLER_DIR}",
+        f"--pg-port={layout.POSTGRES}",
+        f"--socket-file={layout.PG_SOCKET_FILE}",
+        # Explicit: the default (localhost:15200) is multipooler's own HTTP port.
+        f"--pgctld-addr=localhost:{layout.PGCTLD_GRPC}",
+        f"--pgbackrest-port={layout.PGBACKREST}",
+        f"--pgbackrest-cert-file={layout.CERT_DIR}/pgbackrest.crt",
+        f"--pgbackrest-key-file={layout.CERT_DIR}/pgbackrest.key",
+        f"--pgbackrest-ca-file={layout.CERT_DIR}/ca.crt",
+        f"--connpool-global-capacity={layout.CONNPOOL_GLOBAL_CAPACITY}",
+        f"--connpool-admin-capacity={layout.CONNPOOL_ADMIN_CAPACITY}",
+        # NOT_SERVING waits this long for transactions in flight before the pooler turns INELIGIBLE:
+        # a primary's replacement cannot start before it ends (docs/agent.md, "Primary handover").
+        f"--connpool-drain-grace-period={pool.multipooler.connection_drain_grace_period}",
+        f"--log-level={spec.log_levels.multipooler}",
+        *render_grpc_tls.server_args(ctx),
+    ]
+    return {
+        "name": "multipooler",
+        "image": ctx.images.multipooler,
+        "imagePullPolicy": spec.images.image_pull_policy,
+        "command": [f"{layout.MULTIGRES_BIN_DIR}/multipooler"],
+        "args": args,
+        "ports": [port("http", layout.MULTIPOOLER_HTTP), port("grpc", layout.MULTIPOOLER_GRPC)],
+        "env": [field_env(POD_NAME_ENV, "metadata.name"), *postgres_env(ctx, _password_env())],
+        "volumeMounts": [*pool_mounts(ctx), _password_mount(), *render_grpc_tls.mounts(ctx)],
+        "resources": resources(pool.multipooler.resources),
+        "securityContext": container_security(pool.fs_group),
+        **_probes("/ready", "/live", layout.MULTIPOOLER_HTTP),
+    }
+
+
+def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
+    spec = ctx.spec
+    extra_args, extra_env, mounts = pgctld_config(ctx)
+    args = [
+        "server",
+        f"--pooler-dir={layout.POOLER_DIR}",
+        f"--pg-port={layout.POSTGRES}",
+        "--pg-listen-addresses=*",
+        f"--timeout={layout.PGCTLD_TIMEOUT_SECONDS}",
+        f"--http-port={layout.PGCTLD_HTTP}",
+        f"--grpc-port={layout.PGCTLD_GRPC}",
+        f"--grpc-socket-file={layout.PGCTLD_GRPC_SOCKET}",
+        *render_grpc_tls.pgctld_args(ctx),
+        f"--pg-hba-template={layout.PGCTLD_CONFIG_DIR}/{layout.PG_HBA_KEY}",
+        *extra_args,
+        # Both set: pgctld runs the pgBackRest TLS server only with a port and a cert dir.
+        f"--pgbackrest-port={layout.PGBACKREST}",
+        f"--pgbackrest-cert-dir={layout.CERT_DIR}",
+        f"--log-level={spec.log_levels.pgctld}",
+    ]
+    return {
+        "name": "postgres",
+        "image": ctx.images.postgres,
+        "imagePullPolicy": spec.images.image_pull_policy,
+        # A native sidecar: started before, and stopped after, multipooler.
+        "restartPolicy": "Always",
+        "command": [layout.PGCTLD_BIN],
+        "args": args,
+        "ports": [
+            port("pgctld-http", layout.PGCTLD_HTTP),
+            port("pgctld-grpc", layout.PGCTLD_GRPC),
+            port("postgres", layout.POSTGRES),
+            port("pgbackrest", layout.PGBACKREST),
+        ],
+        "env": postgres_env(ctx, _password_env()) + extra_env,
+        "volumeMounts": [*pool_mounts(ctx, *mounts), _password_mount()],
+        "resources": resources(pool.postgres.resources),
+        "securityContext": container_security(pool.fs_group),
+        # /ready: PostgreSQL accepts on its socket and pgctld's gRPC is up; the pod is Ready then.
+        **_probes("/ready", "/live", layout.PGCTLD_HTTP),
+    }
+
+
+# A data directory that ran before starts in recovery: PostgreSQL runs as it last ran, and v0.1.0 has
+# two ways to bring an old primary back writable beside the new one (issue #24, docs/agent.md "Primary
+# handover"): its pod recreated on the same volume after another pooler was promoted (10-23 s seen,
+# sometimes never demoted), and multipooler's own monitor, which restarts a PostgreSQL it finds
+# stopped: it can tick between the graceful stop and the process exit and start the old primary
+# again, writable, until pgctld stops; the WAL it writes then keeps it from following the new
+# timeline. So the signal is written before SIGTERM (multipooler's preStop) and again before
+# PostgreSQL starts (an init container, for a pod that was not stopped gracefully). As a standby it
+# is writable nowhere: multiorch points it at the leader, or elects one when every pooler comes
+# back at once. A new volume (no PG_VERSION) is left to initdb or the restore. A shard of one pooler
+# gets neither: nobody else could ever be elected.
+STANDBY_SIGNAL_SCRIPT = (f'test -f "$PGDATA/PG_VERSION" && test ! -e "$PGDATA/{layout.STANDBY_SIGNAL}" && '
+                         f': > "$PGDATA/{layout.STANDBY_SIGNAL}"; exit 0')
+_SHELL = ("/bin/sh", "-c", STANDBY_SIGNAL_SCRIPT)
+
+
+def hands_over(ctx: ShardContext) -> bool:
+    """Whether another pooler can become the primary: more than one pooler in the shard."""
+    return sum(p.replicas_per_cell * len(p.cells) for p in ctx.spec.pools.values()) > 1
+
+
+def _standby_on_start(ctx: ShardContext, pool: Pool) -> Manifest:
+    return {
+        "name": "standby-on-start",
+        "image": ctx.images.postgres,
+        "imagePullPolicy": ctx.spec.images.image_pull_policy,
+        "command": list(_SHELL),
+        "env": [{"name": "PGDATA", "value": layout.PGDATA}],
+        "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR}],
+        "resources": resources(pool.postgres.resources),
+        "securityContext": container_security(pool.fs_group),
+    }
+
+
+def bootstrap_guard(ctx: ShardContext) -> BootstrapGuard | None:
+    """The bootstrap guard of a v0.1.0 shard with a filesystem repository (state/bootstrap.py); None for
+    S3, whose repository no init container reads yet."""
+    if ctx.version is not keys.MultigresVersion.V0_1_0 or ctx.spec.backup.type != "filesystem":
+        return None
+    return BootstrapGuard(mode=ctx.spec.backup.bootstrap, backup_pvc=ctx.name(naming.shard_backup_pvc_name),
+                          repository=ctx.spec.backup.filesystem.path)
+
+
+def _repository_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> Manifest:
+    """Before anything can initdb: on an empty data directory, a pod whose ANN_BOOTSTRAP is not
+    initdb starts only when the repository (mounted read-only) lists a backup to restore."""
+    return {
+        "name": keys.REPOSITORY_CHECK_CONTAINER,
+        "image": ctx.images.postgres,
+        "imagePullPolicy": ctx.spec.images.image_pull_policy,
+        "command": ["/bin/sh", "-c", bootstrap.check_script(guard.repository)],
+        "env": [{"name": "PGDATA", "value": layout.PGDATA},
+                field_env(bootstrap.ENV_BOOTSTRAP, f"metadata.annotations['{keys.ANN_BOOTSTRAP}']")],
+        "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR, "readOnly": True},
+                         {"name": layout.VOL_BACKUP, "mountPath": guard.repository, "readOnly": True}],
+        "resources": resources(pool.postgres.resources),
+        "securityContext": container_security(pool.fs_group),
+    }
+
+
+def pool_containers(ctx: ShardContext, pool_name: str, cell: str,
+                    service_id: str) -> tuple[list[Manifest], list[Manifest]]:
+    """(initContainers, containers) of a v0.1.0 pool pod, without the optional exporter."""
+    pool = ctx.spec.pools[pool_name]
+    pooler = _multipooler(ctx, pool, pool_name, cell, service_id)
+    guard = bootstrap_guard(ctx)
+    check = [_repository_check(ctx, pool, guard)] if guard is not None else []
+    if not hands_over(ctx):
+        return [*check, _pgctld(ctx, pool)], [pooler]
+    pooler["lifecycle"] = {"preStop": {"exec": {"command": list(_SHELL)}}}
+    return [*check, _standby_on_start(ctx, pool), _pgctld(ctx, pool)], [pooler]

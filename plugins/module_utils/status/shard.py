@@ -1,0 +1,323 @@
+"""The MultigresShard status: kstatus conditions (Ready, Reconciling, Stalled) plus the seed's fields
+(seed 000 "Status Aggregation"; contract §3.7/§3.8). Pure: computed from the observation and the plan.
+
+A refused spec (invalid, or a change the live objects cannot follow, such as storage below a grown
+PVC) is reported for the generation that was refused: `observedGeneration` = that generation,
+Ready=False, Reconciling=False, Stalled=True and ConfigurationValid=False with the reason, phase
+Degraded. GitOps health (gitops/argocd/health.lua, gitops/flux/shards.yaml) first waits for
+`observedGeneration` to catch up, so without it a refusal would look like progress forever.
+
+Conditions keep their lastTransitionTime while their status stays the same, so an unchanged shard
+produces an identical status and the engine writes nothing. Events that describe a change of
+state (PoolEmpty, ScaleDownBlocked) are emitted when the matching condition changes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..core import keys
+from ..core.conditions import MESSAGE_MAX
+from ..core.manifest import Manifest
+from ..plan import tls_policy
+from ..plan.actions import Action, event
+from ..plan.shard import Plan
+from ..state import bootstrap, drain_annotations, facts, ownership
+from ..state.desired import Desired
+from ..state.observed import Observed
+from . import fencing, pod_stuck, stalls
+
+C = keys.ShardCondition
+
+
+def _condition(ctype: str, ok: bool, reason: str, message: str) -> Manifest:
+    return {"type": ctype, "status": "True" if ok else "False", "reason": reason, "message": message}
+
+
+def _pool_pods(observed: Observed) -> list[Manifest]:
+    return [p for p in observed.pods if not facts.is_terminating(p)]
+
+
+def _counts_ready(pod: Manifest) -> bool:
+    """Seed 000: terminating and draining pods are excluded from ready counts."""
+    return (facts.condition_true(pod, "Ready") and not facts.is_terminating(pod)
+            and not drain_annotations.read_state(facts.annotations(pod)).active)
+
+
+def _writable_standby(pods: list[Manifest]) -> Manifest:
+    """WritableStandby repeats the agent's readiness gate: a pod whose PostgreSQL is out of recovery
+    while another pooler leads (agent/recovery_gate.py)."""
+    found = [(facts.name(p), c) for p in pods if (c := facts.condition(p, keys.POD_READINESS_GATE) or {})
+             and c.get("status") == "False"]
+    if not found:
+        return _condition(C.WRITABLE_STANDBY, False, "AllInRecoveryOrLeading", "")
+    return _condition(C.WRITABLE_STANDBY, True, "OutOfRecovery",
+                      "; ".join(c.get("message") or name for name, c in sorted(found))[:MESSAGE_MAX])
+
+
+def _bootstrap_refused(desired: Desired, observed: Observed, pods: list[Manifest]) -> Manifest:
+    """BootstrapRefused: pods whose repository check holds PostgreSQL back (state/bootstrap.py)."""
+    guard = desired.bootstrap
+    pvc = observed.find("PersistentVolumeClaim", guard.backup_pvc) if guard is not None else None
+    return bootstrap.condition(guard, bootstrap.recorded_backup(observed.cr, pvc), pods)
+
+
+def _orch_ready(observed: Observed) -> bool:
+    for dep in observed.others.get("Deployment", ()):
+        if facts.labels(dep).get(keys.LABEL_APP_COMPONENT) != keys.COMPONENT_MULTIORCH:
+            continue
+        want = (dep.get("spec") or {}).get("replicas", 1)
+        if (dep.get("status") or {}).get("readyReplicas", 0) < want:
+            return False
+    return True
+
+
+def _empty_pools(desired: Desired, observed: Observed) -> list[str]:
+    ready: dict[tuple[str, str], int] = {}
+    for pod in observed.pods:
+        if _counts_ready(pod):
+            key = (facts.labels(pod).get(keys.LABEL_POOL, ""), facts.labels(pod).get(keys.LABEL_CELL, ""))
+            ready[key] = ready.get(key, 0) + 1
+    return [f"{p.pool}/{p.cell}" for p in desired.pools if p.replicas > 0 and not ready.get((p.pool, p.cell))]
+
+
+def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
+    """The agent's verdict (JSON in an annotation on the CR): {"healthy", "reason", "message",
+    "lastBackupTime", "lastBackupType"}."""
+    raw = facts.annotations(cr).get(keys.ANN_BACKUP_HEALTH) if cr else None
+    if not raw:
+        return None, {}
+    try:
+        verdict = json.loads(raw)
+    except ValueError:
+        return {"type": C.BACKUP_HEALTHY, "status": "Unknown", "reason": "UnreadableReport",
+                "message": f"annotation {keys.ANN_BACKUP_HEALTH} is not JSON"}, {}
+    healthy = bool(verdict.get("healthy"))
+    reason = verdict.get("reason") or ("BackupRecent" if healthy else "BackupStale")
+    cond = _condition(C.BACKUP_HEALTHY, healthy, reason, verdict.get("message", ""))
+    extra = {k: verdict[k] for k in ("lastBackupTime", "lastBackupType") if verdict.get(k)}
+    return cond, extra
+
+
+def _backup_state(cr: Manifest | None) -> Manifest:
+    """status.backup: the agent's bookkeeping (JSON in an annotation on the CR), when it is readable."""
+    state = facts.json_annotation(cr, keys.ANN_BACKUP_STATE)
+    return {"backup": state} if state is not None else {}
+
+
+def _switchover(observed: Observed) -> Manifest:
+    """status.switchover: the engine's last decision on a switchover request (plan/switchover.py) and
+    how far it got: InProgress while the old primary's pod exists, Completed once another pod leads."""
+    state = facts.json_annotation(observed.cr, keys.ANN_SWITCHOVER_STATE)
+    if state is None:
+        return {}
+    out = {k: v for k, v in state.items() if k != "fromUid"}
+    if state.get("decision") == "Refused":
+        return {"switchover": out | {"state": "Refused"}}
+    leader = next((p for p in observed.pods if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY
+                   and not facts.is_terminating(p)), None)
+    if leader is None or any(facts.uid(p) == state.get("fromUid") for p in observed.pods):
+        return {"switchover": out | {"state": "InProgress"}}
+    return {"switchover": out | {"state": "Completed", "primary": facts.name(leader)}}
+
+
+INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
+
+
+def _refusal_conditions(errors: list[str]) -> list[Manifest]:
+    text = "; ".join(errors)[:MESSAGE_MAX]
+    return [_condition(C.READY, False, INVALID_SPEC, text),
+            _condition(C.RECONCILING, False, INVALID_SPEC, "waiting for a spec change"),
+            _condition(C.STALLED, True, INVALID_SPEC, text),
+            _condition(C.CONFIGURATION_VALID, False, "Invalid", text)]
+
+
+def refused(previous: Manifest, errors: list[str], generation: int | None, stamp: str) -> Manifest:
+    """The status of a spec that cannot even be rendered: the refusal conditions over the previous
+    status, whose other fields (pods, roles) still describe the pods that keep running."""
+    conditions = {c.get("type"): dict(c) for c in previous.get("conditions") or [] if isinstance(c, dict)}
+    for cond in _refusal_conditions(errors):
+        if generation is not None:
+            cond["observedGeneration"] = generation
+        conditions[cond["type"]] = cond
+    status: Manifest = {**previous, "phase": "Degraded", "message": errors[0], "conditions": list(conditions.values())}
+    if generation is not None:
+        status["observedGeneration"] = generation
+    return carry_transition_times(status, previous, stamp)
+
+
+def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors: list[str] | None = None,
+            stamp: str, agent_stall_after_s: float = stalls.DEFAULT_AGENT_STALL_AFTER_S) -> Manifest:
+    errors = list(config_errors or []) + result.errors
+    pods = _pool_pods(observed)
+    ready = sum(_counts_ready(p) for p in pods)
+    total = sum(p.replicas for p in desired.pools)
+    empty = _empty_pools(desired, observed)
+    orch_ready = _orch_ready(observed)
+    pools_ready = total > 0 and ready == total and len(pods) == total + sum(
+        facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.DRAINED for p in pods)
+    now = facts.parse_time(stamp) or dt.datetime.now(dt.UTC)
+    stuck = pod_stuck.condition(pods, now)
+    writable_standby = _writable_standby(pods)
+    refused = _bootstrap_refused(desired, observed, pods)
+    rolling = result.rolling
+    busy = bool(result.actions or result.waiting or result.withheld)
+    # Paused: what the engine holds back leads the message (plan/pause.py).
+    notes = ([result.pause_message] if result.paused else []) + result.waiting
+
+    if errors or "True" in (stuck["status"], writable_standby["status"], refused["status"]) or (empty and total):
+        phase = "Degraded"
+    elif pools_ready and orch_ready and not rolling.in_progress and not result.maintenance.in_progress and not busy:
+        phase = "Healthy"
+    else:
+        phase = "Progressing"
+
+    available = (_condition(C.AVAILABLE, False, "PoolEmpty", f"no ready replica in {', '.join(empty)}") if empty
+                 else _condition(C.AVAILABLE, ready == total, "AllPodsReady" if ready == total else "NotAllPodsReady",
+                                 f"{ready}/{total} pods ready"))
+    progress = [
+        _condition(C.READY, phase == "Healthy", phase, f"{ready}/{total} pods ready"),
+        _condition(C.RECONCILING, busy, "Progressing" if busy else "Converged",
+                   (notes or [a.describe() for a in result.actions] or ["up to date"])[0]),
+        _condition(C.STALLED, False, "NotStalled", ""),
+        _condition(C.CONFIGURATION_VALID, True, "Valid", ""),
+    ]
+    verdict = {c["type"]: c for c in (_refusal_conditions(errors) if errors else progress)}
+    conditions = [
+        verdict[C.READY], verdict[C.RECONCILING], verdict[C.STALLED],
+        available,
+        _condition(C.ROLLING_UPDATE, rolling.in_progress, "PodsDrifted" if rolling.in_progress else "PodsUpToDate",
+                   rolling.progress),
+        _condition(C.SCALE_DOWN_BLOCKED, bool(result.blocked), "HealthGate" if result.blocked else "NotBlocked",
+                   "; ".join(result.blocked)),
+        verdict[C.CONFIGURATION_VALID],
+        _condition(C.DRAIN_ANNOTATIONS_VALID, not result.unknown_drains,
+                   "UnknownDrainState" if result.unknown_drains else "Valid", "; ".join(result.unknown_drains)),
+        _condition(C.DECOMMISSION_VALID, not result.decommission_problems,
+                   "UnknownPod" if result.decommission_problems else "Valid", "; ".join(result.decommission_problems)),
+        _condition(C.WAITING_FOR_MAINTENANCE_WINDOW, bool(result.deferred),
+                   "OutsideMaintenanceWindow" if result.deferred else "NothingDeferred", "; ".join(result.deferred)),
+        _condition(C.FOREIGN_OBJECTS, bool(observed.foreign), "LabelsWithoutOwnership" if observed.foreign
+                   else "NoneFound", (ownership.describe(observed.foreign) + ": they carry this shard's labels but "
+                                      "not its ownership, and are ignored") if observed.foreign else ""),
+        _condition(C.PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
+                   result.pause_message[:MESSAGE_MAX]),
+    ]
+    conditions += stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s)
+    conditions += [stuck, writable_standby, refused, bootstrap.restoring_condition(pods)]
+    conditions += fencing.conditions(desired, observed.pods)
+    backup, backup_fields = _backup_condition(observed.cr)
+    if backup:
+        conditions.append(backup)
+    generation = facts.meta(observed.cr).get("generation") if observed.cr else None
+    for cond in conditions:
+        if generation is not None:
+            cond["observedGeneration"] = generation
+    status: Manifest = {
+        "phase": phase,
+        "message": errors[0] if errors else (notes[0] if notes else f"{ready}/{total} pods ready"),
+        "readyReplicas": ready,
+        "poolsReady": pools_ready,
+        "orchReady": orch_ready,
+        "cells": sorted({facts.labels(p).get(keys.LABEL_CELL, "") for p in pods} - {""}),
+        "conditions": conditions,
+        **backup_fields,
+        **_backup_state(observed.cr),
+        **_switchover(observed),
+        **bootstrap.restore_status(pods),
+    }
+    roles = {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods if facts.labels(p).get(keys.LABEL_ROLE)}
+    if roles:  # left out when empty: server-side apply turns a map emptied of its applied keys into null
+        status["podRoles"] = roles  # (kubernetes#135841), which the CRD refuses; leaving it out removes it
+    tls = _tls_status(desired, observed)
+    if tls:
+        status["pgbackrestTLS"] = tls
+    if generation is not None:
+        status["observedGeneration"] = generation
+    return carry_transition_times(status, (observed.cr or {}).get("status") or {}, stamp)
+
+
+def _tls_status(desired: Desired, observed: Observed) -> Manifest | None:
+    gen = desired.generated_tls
+    if gen is None:
+        return None
+    return tls_policy.status(gen, observed.find("Secret", gen.ca_secret), observed.find("Secret", gen.tls_secret),
+                             observed.pods)
+
+
+def carry_transition_times(status: Manifest, previous: Manifest, stamp: str) -> Manifest:
+    """lastTransitionTime moves only when a condition's status changes."""
+    before = {c.get("type"): c for c in previous.get("conditions") or []}
+    for cond in status["conditions"]:
+        old = before.get(cond["type"])
+        same = old is not None and old.get("status") == cond["status"] and old.get("lastTransitionTime")
+        cond["lastTransitionTime"] = old["lastTransitionTime"] if old is not None and same else stamp
+    return status
+
+
+def changed(previous: Manifest | None, status: Manifest) -> bool:
+    if previous is None:
+        return True
+    dropped = bool(previous.get("podRoles")) and "podRoles" not in status  # see compute
+    return dropped or any(previous.get(k) != v for k, v in status.items())
+
+
+def transition_events(cr: Manifest, previous: Manifest, status: Manifest) -> list[Action]:
+    """Warnings that fire when their condition turns True (or Available turns to PoolEmpty)."""
+    before = {c.get("type"): c for c in previous.get("conditions") or []}
+    now = {c["type"]: c for c in status["conditions"]}
+    out = []
+    blocked = now[C.SCALE_DOWN_BLOCKED]
+    if blocked["status"] == "True" and (before.get(C.SCALE_DOWN_BLOCKED) or {}).get("status") != "True":
+        out.append(event(cr, "Warning", C.SCALE_DOWN_BLOCKED, blocked["message"]))
+    available = now[C.AVAILABLE]
+    if available["reason"] == "PoolEmpty" and (before.get(C.AVAILABLE) or {}).get("message") != available["message"]:
+        out.append(event(cr, "Warning", "PoolEmpty", available["message"]))
+    drains, was = now.get(C.DRAIN_ANNOTATIONS_VALID) or {}, before.get(C.DRAIN_ANNOTATIONS_VALID) or {}
+    if drains.get("status") == "False" and was.get("message") != drains["message"]:
+        out.append(event(cr, "Warning", "UnknownDrainState", drains["message"]))
+    bad, was_bad = now.get(C.DECOMMISSION_VALID) or {}, before.get(C.DECOMMISSION_VALID) or {}
+    if bad.get("status") == "False" and was_bad.get("message") != bad["message"]:
+        out.append(event(cr, "Warning", "DecommissionIgnored", bad["message"]))
+    out += _stall_events(cr, before, now)
+    foreign, was_foreign = now.get(C.FOREIGN_OBJECTS) or {}, before.get(C.FOREIGN_OBJECTS) or {}
+    if foreign.get("status") == "True" and was_foreign.get("message") != foreign["message"]:
+        out.append(event(cr, "Warning", C.FOREIGN_OBJECTS, foreign["message"]))
+    paused, was_paused = now.get(C.PAUSED) or {}, (before.get(C.PAUSED) or {}).get("status") == "True"
+    if paused.get("status") == "True" and not was_paused:
+        out.append(event(cr, "Warning" if paused["reason"] != "Paused" else "Normal", "Paused", paused["message"]))
+    elif paused.get("status") == "False" and was_paused:
+        out.append(event(cr, "Normal", "Resumed", f"annotation {keys.ANN_PAUSED} lifted: writes resume"))
+    return out
+
+
+def _message(message: str) -> object:
+    return message
+
+
+# Condition type -> the reason of the Normal event when it clears, and what of its message names the
+# stuck things (a warning repeats only when that changes). Only the operator sees AgentStalled and
+# PodsStuck; the agent itself reports DrainStalled and TopologyUnreachable with events when they change.
+# PodsStuck names pods and containers: its waiting reasons alternate (ErrImagePull, ImagePullBackOff)
+# on every retry, which is no news.
+_CLEARED: dict[str, tuple[str, Callable[[str], object]]] = {
+    keys.ShardCondition.AGENT_STALLED: ("AgentProgressing", _message),
+    keys.ShardCondition.PODS_STUCK: ("PodsUnstuck", pod_stuck.subjects),
+    keys.ShardCondition.BOOTSTRAP_REFUSED: ("BootstrapAllowed", bootstrap.subjects),
+}
+
+
+def _stall_events(cr: Manifest, before: dict[Any, Manifest], now: dict[str, Manifest]) -> list[Action]:
+    """A warning when a stall condition turns True or names something else; a normal event when it clears."""
+    out = []
+    for ctype, (cleared, names) in _CLEARED.items():
+        cond, was = now.get(ctype) or {}, before.get(ctype) or {}
+        if cond.get("status") == "True" and (was.get("status") != "True"
+                                             or names(was.get("message") or "") != names(cond["message"])):
+            out.append(event(cr, "Warning", ctype, cond["message"]))
+        elif cond.get("status") == "False" and was.get("status") == "True":
+            out.append(event(cr, "Normal", cleared, f"{ctype} cleared: {cond.get('reason')}"))
+    return out
