@@ -72,6 +72,7 @@ bench: setup
 	$(PY) -m bench.drain_v01
 	$(PY) -m bench.switchover
 	$(PY) -m bench.real_node
+	$(PY) -m bench.watch_layer
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -8,8 +8,7 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-# kopf attaches its whole OperatorSettings to every record of an object handler: kilobytes a line.
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "settings"}
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
 
 class JsonFormatter(logging.Formatter):

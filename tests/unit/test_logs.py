@@ -8,8 +8,9 @@ import logging
 from multigres_pools.logs import JsonFormatter
 
 
-def test_extras_are_fields_but_kopfs_settings_dump_is_left_out():
-    record = logging.makeLogRecord({"name": "kopf.objects", "levelname": "INFO", "msg": "Handler 'x' succeeded.",
-                                    "settings": "OperatorSettings(" + "x" * 5000 + ")", "pod": "p-0"})
+def test_extras_are_fields_and_the_record_internals_are_not():
+    record = logging.makeLogRecord({"name": "multigres_pools.agent", "levelname": "INFO", "msg": "drained",
+                                    "pod": "p-0"})
     line = json.loads(JsonFormatter().format(record))
-    assert line["msg"] == "Handler 'x' succeeded." and line["pod"] == "p-0" and "settings" not in line
+    assert line["msg"] == "drained" and line["pod"] == "p-0" and line["logger"] == "multigres_pools.agent"
+    assert not {"args", "levelno", "pathname", "thread"} & line.keys()

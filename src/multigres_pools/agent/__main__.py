@@ -1,6 +1,6 @@
 """`multigres-pools agent` / `python -m multigres_pools.agent`: run the data-plane agent.
 
-It watches pool pods (label app.kubernetes.io/component=shard-pool) and MultigresShards with kopf,
+It watches pool pods (label app.kubernetes.io/component=shard-pool) and MultigresShards (watches.py),
 holds a Lease so only one replica acts, serves /healthz, /readyz and /metrics, and logs JSON.
 """
 
@@ -138,10 +138,8 @@ class Runtime:
         return True, "leader" if self.agent.is_leader() else "standby"
 
     def run(self) -> None:
-        import kopf
-
-        from .handlers import build_registry
         from .server import serve
+        from .watches import watch_until_stopped
 
         if self.args.standalone:
             self.agent.ctx.metrics.leader.set(1)  # always acting: what the AgentNoLeader alert counts
@@ -157,20 +155,10 @@ class Runtime:
                 break
         periodic = threading.Thread(target=self.periodic, name="periodic", daemon=True)
         periodic.start()
-        async def operate() -> None:
-            try:
-                await kopf.operator(registry=build_registry(self.agent, self.creds), standalone=True,
-                                    clusterwide=not self.args.namespace, namespaces=self.args.namespace,
-                                    stop_flag=self.stop_flag, ready_flag=self.ready_flag)
-            finally:
-                # kopf waits on a threading.Event stop flag in an executor thread; when a signal stops
-                # kopf instead, that thread would block asyncio.run's executor shutdown forever.
-                self.stop_flag.set()
-
         try:
             if not self.stop_flag.is_set():
-                # asyncio.run(...) rather than kopf.run(): it also works off the main thread.
-                asyncio.run(operate())
+                asyncio.run(watch_until_stopped(self.agent, self.creds, self.args.namespace or None,
+                                                self.stop_flag, self.ready_flag))
         finally:
             self.stop_flag.set()
             server.shutdown()
@@ -196,7 +184,7 @@ class Runtime:
                                           else "lost").inc()
         if not leading and reason != "released":
             self.lost = reason
-            self.stop_flag.set()  # kopf and the periodic pass stop; main() exits 1
+            self.stop_flag.set()  # the watches and the periodic pass stop; main() exits 1
 
 
 def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None = None,
@@ -259,11 +247,9 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logs.setup(args.log_level)
-    if args.log_level.upper() != "DEBUG":  # kopf's "Handler ... succeeded", once per watch event
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1` dumps every thread's stack
     runtime = build(argv)
-    # Until kopf runs (and sets its own), Ctrl-C and SIGTERM stop a standby waiting for the Lease cleanly.
+    # Ctrl-C and SIGTERM stop the watches, the periodic pass and a standby waiting for the Lease.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: runtime.stop_flag.set())
     log.info("agent starting", extra={"identity": args.identity, "version": runtime.agent.ctx.dataplane.version,

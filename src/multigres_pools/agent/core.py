@@ -81,7 +81,7 @@ class Agent:
         self.ctx.log.warning("Kubernetes API unavailable; retrying next pass",
                              extra={"namespace": namespace, "detail": str(exc)})
 
-    # --- entry points (kopf handlers and the periodic loop call these) ------------------------------
+    # --- entry points (the watches, watches.py, and the periodic loop call these) -------------------
     def remember(self, pod: Manifest) -> ShardRef:
         """Note the pod's shard for the periodic pass."""
         ref = self._ref(podinfo.namespace(pod), {k: v for k, v in podinfo.labels(pod).items() if k in _SHARD_LABELS})

@@ -33,7 +33,8 @@ def _parse_time(text: str | None) -> float | None:
     return stamp.timestamp() if stamp is not None else None
 
 
-def _force(ctx: Context, view: ShardView, pod: Manifest, state: DrainState | None) -> tuple[Manifest, DrainState | None]:
+def _force(ctx: Context, view: ShardView, pod: Manifest,
+           state: DrainState | None) -> tuple[Manifest, DrainState | None]:
     """The state a force annotation lets this pass step past; a stale one is removed and reported."""
     force = drain_annotations.read_force(podinfo.annotations(pod), state)
     if force.stale is None:

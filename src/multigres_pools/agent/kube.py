@@ -1,6 +1,6 @@
 """The agent's few Kubernetes calls, returning plain dicts. Writes are merge patches on metadata only,
 with a resourceVersion precondition where a stale write could revive a cancelled drain. They go
-through the engine's KubeClient, the one client of the agent and the operator (kopf only watches)."""
+through the engine's KubeClient, the one client of the agent and the operator (the informers only watch)."""
 
 from __future__ import annotations
 

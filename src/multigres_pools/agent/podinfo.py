@@ -29,16 +29,16 @@ condition_true = facts.condition_true
 
 
 def namespace(obj: Manifest) -> str:
-    return str(meta(obj).get("namespace", ""))  # type: ignore[arg-type]  # facts only reads; types it dict
+    return str(meta(obj).get("namespace", ""))
 
 
 def has_finalizer(obj: Manifest, finalizer: str) -> bool:
-    return finalizer in facts.finalizers(obj)  # type: ignore[arg-type]  # see namespace()
+    return finalizer in facts.finalizers(obj)
 
 
 def drain_reading(pod: Manifest) -> drain_annotations.DrainReading:
     """The engine's reader (module_utils/drain_annotations.py): one rule for both sides."""
-    return drain_annotations.read_state(annotations(pod))  # type: ignore[arg-type]  # see namespace()
+    return drain_annotations.read_state(annotations(pod))
 
 
 def drain_state(pod: Manifest) -> keys.DrainState | None:
@@ -48,7 +48,7 @@ def drain_state(pod: Manifest) -> keys.DrainState | None:
 
 def containers_ready(pod: Manifest) -> bool:
     """ContainersReady (absent counts as ready, as the Go operator reads it; contract §3.4)."""
-    cond = facts.condition(pod, "ContainersReady")  # type: ignore[arg-type]  # see namespace()
+    cond = facts.condition(pod, "ContainersReady")
     return cond is None or cond.get("status") == "True"
 
 
@@ -106,7 +106,7 @@ def pod_topology(pod: Manifest) -> PodTopology | None:
     if not addresses:
         return None
     topo = ShardTopology(addresses, f["topo-global-root"], f["database"], f["table-group"], f["shard"], (f["cell"],))
-    return PodTopology(topo, f.get("service-id") or naming.service_id(name(pod)))  # type: ignore[arg-type]  # see namespace()
+    return PodTopology(topo, f.get("service-id") or naming.service_id(name(pod)))
 
 
 def shard_topology(tops: list[PodTopology], extra_cells: tuple[str, ...] = ()) -> ShardTopology:
@@ -190,7 +190,7 @@ def parse_duration(text: str) -> float:
 
 
 def owner_shard_name(pod: Manifest) -> str | None:
-    for ref in meta(pod).get("ownerReferences") or []:  # type: ignore[arg-type]  # see namespace()
+    for ref in meta(pod).get("ownerReferences") or []:
         if ref.get("kind") == keys.SHARD_KIND and ref.get("apiVersion", "").startswith(keys.API_GROUP + "/"):
             return cast(str | None, ref.get("name"))
     return None

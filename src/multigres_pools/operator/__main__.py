@@ -127,12 +127,12 @@ def _elector(args: argparse.Namespace, creds: Credentials, namespaces: list[str]
 async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = None) -> int:
     from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, load_credentials
 
+    from ..watch import AsyncKube, Informer
     from . import health
     from .cache import CLUSTER_WATCHED, WATCHED
     from .controller import Controller, Settings
     from .invalid import InvalidSpecReporter
     from .runner import DEFAULT_PLAYBOOK, PlaybookRunner
-    from .watch import AsyncKube, Informer
 
     namespaces = _namespaces(args)
     if not namespaces and not args.all_namespaces:

@@ -22,8 +22,8 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube import snapsh
 from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts, observed
 
+from ..watch import Informer, Kind
 from .relevance import ShardKey
-from .watch import Informer, Kind
 
 SHARD = Kind(keys.API_GROUP_VERSION, keys.SHARD_KIND)
 # Every object a pass lists carries the shard label: the child watches are filtered on it

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
 from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy
 
+from ..watch import Kind
 from . import artifacts
 from .backoff import Backoff
 from .cache import NODE, SHARD, Cache, CacheView
@@ -30,7 +32,6 @@ from .metrics import Metrics
 from .outcome import Outcome, Result, action_summary, classify
 from .relevance import Router, ShardKey
 from .runner import RunReport, WarmRun
-from .watch import Kind
 from .workqueue import AsyncWorkQueue
 
 log = logging.getLogger(__name__)
@@ -124,9 +125,8 @@ class Controller:
         self.metrics.cache_objects.set_function(self.cache.size)
 
     # --- fed by the informers (or by tests) -------------------------------------------------------
-    def on_event(self, kind: Kind, event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
-        self.cache.apply(kind, event_type, dict(obj) if not isinstance(obj, dict) else obj,
-                         dict(old) if old is not None and not isinstance(old, dict) else old)
+    def on_event(self, kind: Kind, event_type: str, obj: Manifest, old: Manifest | None) -> None:
+        self.cache.apply(kind, event_type, obj, old)
         # Events of the initial lists are the start-up pass over every shard: background work.
         background = not self.cache.synced()
         if kind == SHARD:
@@ -136,7 +136,7 @@ class Controller:
         else:
             self.child_event(kind.kind, event_type, obj, background=background)
 
-    def node_event(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None, *, background: bool = False) -> None:
+    def node_event(self, obj: Manifest, old: Manifest | None, *, background: bool = False) -> None:
         """A node cordoned or uncordoned: every shard with a pod on it has work (plan/maintenance.py)."""
         cordoned = bool((obj.get("spec") or {}).get("unschedulable"))
         if cordoned == bool(((old or {}).get("spec") or {}).get("unschedulable")):
@@ -147,7 +147,7 @@ class Controller:
                 log.info("node %s %s: reconciling %s/%s", node, "cordoned" if cordoned else "uncordoned", *key)
                 self.queue.add(key, background=background)
 
-    def shard_event(self, event_type: str | None, body: Mapping[str, Any], *, background: bool = False) -> None:
+    def shard_event(self, event_type: str | None, body: Manifest, *, background: bool = False) -> None:
         if body.get("metadata") is None:
             return
         if self.cache.shard(_key(body)) is None and event_type != "DELETED":
@@ -168,7 +168,7 @@ class Controller:
         # A spec change lifts the gate of an invalid spec or a backoff: the user fixed something.
         self.queue.add(key, force=spec_changed and not background, background=background)
 
-    def child_event(self, kind: str, event_type: str | None, body: Mapping[str, Any], *,
+    def child_event(self, kind: str, event_type: str | None, body: Manifest, *,
                     background: bool = False) -> None:
         key = self.router.child_event(kind, event_type, body)
         if key is not None and self.router.knows(key):

@@ -1,4 +1,4 @@
-"""/healthz, /readyz and /metrics on one small aiohttp server (aiohttp already comes with kopf).
+"""/healthz, /readyz and /metrics on one small aiohttp server (aiohttp is also what the informers run on).
 
 /healthz: the process and its event loop answer. /readyz: this instance leads and its watches
 are established, i.e. it is the one that will act on changes. /metrics: behind the gate, and the

@@ -282,7 +282,8 @@ class Cluster:
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=RBAC",
             "--allow-privileged=true",
-            # As a hardened cluster runs it: a blocking ownerReference needs the owner's finalizers (state/ownership.py).
+            # As a hardened cluster runs it: a blocking ownerReference needs the owner's finalizers
+            # (state/ownership.py).
             "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
             "--enable-priority-and-fairness=false",
             "--profiling=false",

@@ -1,4 +1,4 @@
-"""The whole program: kopf watches, the Lease, the periodic pass and the HTTP endpoints."""
+"""The whole program: the watches (multigres_pools.watch), the Lease, the periodic pass and the HTTP endpoints."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import
 from multigres_pools.operator.cache import WATCHED
 from multigres_pools.operator.controller import Controller, Settings
 from multigres_pools.operator.runner import DEFAULT_PLAYBOOK, PlaybookRunner
-from multigres_pools.operator.watch import AsyncKube, Informer
+from multigres_pools.watch import AsyncKube, Informer
 
 T = TypeVar("T")
 

@@ -231,7 +231,7 @@ class _Watching:
 def test_a_cordoned_node_is_read_from_the_cache_and_moves_its_pods_through_a_drain(tmp_path: Path) -> None:
     """Node maintenance decided from memory: the Node cache (status stripped) says which node is cordoned."""
     from multigres_pools.operator.cache import NODE
-    from multigres_pools.operator.watch import strip
+    from multigres_pools.watch import strip
 
     cache = Cache()
     cache.informers = [_Watching(NODE)]  # type: ignore[list-item]

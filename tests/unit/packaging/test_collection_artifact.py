@@ -94,6 +94,8 @@ def test_the_wheel_lists_every_package_of_the_source_and_the_collection():
     expected = {".".join(p.parent.relative_to(src).parts) for p in src.rglob("__init__.py")}
     expected |= {"ansible_collections.multigres.pools"} | {
         f"ansible_collections.multigres.pools.plugins.{p.name}" for p in (REPO / "plugins").iterdir() if p.is_dir()}
+    expected |= {"ansible_collections.multigres.pools." + ".".join(p.parent.relative_to(REPO).parts)
+                 for p in (REPO / "plugins").rglob("__init__.py")}
     assert set(setuptools["packages"]) == expected
 
 

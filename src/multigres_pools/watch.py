@@ -1,10 +1,12 @@
 """List+watch of one kind in one namespace (or all), keeping a store of the objects: an informer.
 
-Why our own instead of kopf: the operator plans from these stores, so it must know when a store
-holds a complete list (kopf has no "initial list done" signal per resource), and one stream per
-kind must serve both the cache and the reconcile triggers (kopf beside a cache would open every
-watch twice). The protocol is the apiserver's: a paginated list gives a resourceVersion, the
-watch continues from it with bookmarks, and a 410 Gone (history compacted) means list again.
+The one watch layer of the runtime: the operator's caches and the agent's two watches (pool pods,
+MultigresShards) both run on it. Why our own rather than kopf (docs/dependencies.md): the operator
+plans from these stores, so it must know when a store holds a complete list (kopf has no "initial
+list done" signal per resource), one stream per kind must serve both the cache and the reconcile
+triggers, and the agent needs nothing else kopf brings. The protocol is the apiserver's: a paginated
+list gives a resourceVersion, the watch continues from it with bookmarks, and a 410 Gone (history
+compacted) means list again.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ ObjKey = tuple[str, str]  # (namespace, name)
 # The watch events of a metadata-only watch carry PartialObjectMetadata.
 METADATA_WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 PAGE = 500
-OPTIONAL_RETRY_S = 300.0
+OPTIONAL_RETRY_S = 300.0  # an optional kind we may not list: RBAC rarely changes
+MISSING_RETRY_S = 30.0  # an optional kind the server does not serve yet: a CRD applied after us
 
 
 class Gone(Exception):
@@ -48,7 +51,8 @@ class Kind:
     # Top-level fields kept besides metadata (empty: all). A Node's status (images, conditions) is
     # most of its size and nothing the planner reads.
     keep: tuple[str, ...] = ()
-    # Without the RBAC to list it the operator still runs: the store stays empty, with a warning.
+    # Without the RBAC to list it, or before its CRD exists, the caller still runs: the store stays
+    # empty, with a warning, and the list is tried again.
     optional: bool = False
 
 
@@ -159,12 +163,14 @@ class Informer:
             except asyncio.CancelledError:
                 raise
             except KubeError as exc:
-                if self.kind.optional and exc.status == 403:
+                if self.kind.optional and exc.status in (403, 404):
+                    retry = OPTIONAL_RETRY_S if exc.status == 403 else MISSING_RETRY_S
                     if not self.synced.is_set():
-                        log.warning("%s: not allowed to list them (%s); going on without them, asking again "
-                                    "every %.0fs", self.kind.kind, exc, OPTIONAL_RETRY_S)
-                    self.synced.set()  # an empty store is what we may know: do not hold the operator back
-                    await asyncio.sleep(OPTIONAL_RETRY_S)
+                        why = "not allowed to list them" if exc.status == 403 else "no such resource (CRD missing?)"
+                        log.warning("%s: %s (%s); going on without them, asking again every %.0fs",
+                                    self.kind.kind, why, exc, retry)
+                    self.synced.set()  # an empty store is what we may know: do not hold the caller back
+                    await asyncio.sleep(retry)
                     continue
                 log.warning("%s watch failed (%s); listing again in %.0fs", self.kind.kind, exc, delay)
                 await asyncio.sleep(delay)
