@@ -51,7 +51,7 @@ soak: setup
 	$(PY) -m pytest -p no:cacheprovider -m soak $(PYTEST_ARGS)
 
 unit: setup
-	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not images" $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not images and not multigres and not realnode" $(PYTEST_ARGS)
 
 # The input fuzzer for longer, with fresh randomness (make test runs 150 fixed examples per fuzz test):
 # no traceback for any input of the CLI and the shard_render/shard_reconcile modules.

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 # `multigres-pools --help` shows the commands; their own --help shows their options and examples.
 _NO_DEFAULT: tuple[object, ...] = (None, False, [], argparse.SUPPRESS)
@@ -28,6 +29,6 @@ def examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def parser(prog: str, description: str, epilog: str, **kwargs: object) -> argparse.ArgumentParser:
+def parser(prog: str, description: str, epilog: str, **kwargs: Any) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
-                                   formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]  # **object
+                                   formatter_class=HelpFormatter, **kwargs)

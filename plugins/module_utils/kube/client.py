@@ -174,7 +174,7 @@ def _legacy_loader(path: Path, context: str | None) -> Credentials:
                          "pip install kubernetes (meta/requirements.txt pins the tested version)") from None
 
     cfg = client.Configuration()
-    config.load_kube_config(  # type: ignore[no-untyped-call]  # unannotated in the kubernetes package
+    config.load_kube_config(
         config_file=str(path), context=context, client_configuration=cfg)
     token = (cfg.api_key or {}).get("authorization", "").removeprefix("Bearer ").strip()
     ca = Path(cfg.ssl_ca_cert).read_bytes() if cfg.ssl_ca_cert else None

@@ -57,7 +57,7 @@ def _at(mark: _Mark | None) -> str:
 try:  # libyaml scans and parses about 4x faster; the composer below stays Python so it can count
     from yaml._yaml import CParser as _Parser
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    class _Parser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):  # type: ignore[no-redef]
+    class _Parser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):  # type: ignore[no-redef]  # fallback
         def __init__(self, stream: Any) -> None:
             yaml.reader.Reader.__init__(self, stream)
             yaml.scanner.Scanner.__init__(self)
@@ -136,9 +136,11 @@ class _LimitedLoader(yaml.composer.Composer, _Parser, yaml.constructor.SafeConst
         return super().construct_yaml_int(node)
 
 
-# The ignores: types-PyYAML types a constructor's loader argument as one of PyYAML's own loader classes.
-_LimitedLoader.add_constructor("tag:yaml.org,2002:int", _LimitedLoader.construct_yaml_int)  # type: ignore[type-var]
-_LimitedLoader.add_constructor("tag:yaml.org,2002:map", _LimitedLoader.construct_yaml_map)  # type: ignore[type-var]
+# What add_constructor does (a copy of the inherited table, two entries replaced), written out:
+# types-PyYAML types add_constructor's loader argument as one of PyYAML's own loader classes.
+_LimitedLoader.yaml_constructors = {**_LimitedLoader.yaml_constructors,
+                                    "tag:yaml.org,2002:int": _LimitedLoader.construct_yaml_int,
+                                    "tag:yaml.org,2002:map": _LimitedLoader.construct_yaml_map}
 
 
 def load_yaml(data: bytes | str, source: str) -> list[tuple[str, Any]]:

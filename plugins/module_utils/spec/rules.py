@@ -29,7 +29,7 @@ class Rule:
     name: str
     cel: str
     message: str
-    check: Callable[[Any], bool]
+    check: Callable[..., bool]  # (model); a TransitionRule's takes (old, new)
     field_path: str = ""  # relative to the object, CEL fieldPath syntax: ".pools", ".storage.size"
     reason: str = "FieldValueInvalid"
     # Optional: what exactly is wrong (the offending map keys, say), appended to the message as
@@ -58,7 +58,7 @@ class Rule:
 class TransitionRule(Rule):
     """An invariant between the stored object and an update. `check(old, new)`; CEL sees `oldSelf`."""
 
-    check: Callable[[Any, Any], bool]  # type: ignore[assignment]
+    check: Callable[[Any, Any], bool]
     reason: str = "FieldValueForbidden"
 
 

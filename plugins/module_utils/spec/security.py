@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field, StringConstraints
 
@@ -159,8 +159,8 @@ def owned_keys_rule(name: str, wire: str, what: str, owned_keys: tuple[str, ...]
     bad_cel = f"k.matches({_OWNED_DOMAIN_CEL})" + (f" || k in [{listed}]" if owned_keys else "")
     owned = f"*{keys.OWNED_KEY_DOMAIN}/*" + (f", {', '.join(owned_keys)}" if owned_keys else "")
 
-    def bad(model: object) -> list[str]:
-        values: Mapping[str, str] = wire_value(model, wire)  # type: ignore[arg-type]
+    def bad(model: Any) -> list[str]:
+        values: Mapping[str, str] = wire_value(model, wire)
         return sorted(k for k in values if _owned(k, owned_keys))
 
     return Rule(

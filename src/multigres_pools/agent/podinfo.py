@@ -22,7 +22,7 @@ from ..dataplane.base import BackupLocationKind, DatabaseRegistration, PoolerId,
 MULTIPOOLER_CONTAINER = "multipooler"
 
 
-# The generic accessors are the engine's (module_utils/facts.py); re-exported under the agent's names.
+# The generic accessors are the engine's (module_utils/state/facts.py); re-exported under the agent's names.
 meta, name, labels, annotations, uid = facts.meta, facts.name, facts.labels, facts.annotations, facts.uid
 deleting = facts.is_terminating
 condition_true = facts.condition_true
@@ -37,7 +37,7 @@ def has_finalizer(obj: Manifest, finalizer: str) -> bool:
 
 
 def drain_reading(pod: Manifest) -> drain_annotations.DrainReading:
-    """The engine's reader (module_utils/drain_annotations.py): one rule for both sides."""
+    """The engine's reader (module_utils/state/drain_annotations.py): one rule for both sides."""
     return drain_annotations.read_state(annotations(pod))
 
 

@@ -37,7 +37,8 @@ def informers(api: AsyncKube, agent: Agent, namespaces: list[str] | None,
               submit: Callable[[Callable[[Manifest], None], Manifest], None]) -> list[Informer]:
     """One pod and one shard informer per watched namespace (None: cluster-wide)."""
     out: list[Informer] = []
-    for namespace in namespaces or [None]:
+    scopes: list[str | None] = [*namespaces] if namespaces else [None]
+    for namespace in scopes:
         pods = Informer(api, POOL_PODS, namespace, on_event=lambda *_: None)
 
         def on_pod(event_type: str, obj: Manifest, _old: Manifest | None, pods: Informer = pods) -> None:

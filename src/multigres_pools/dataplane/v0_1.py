@@ -214,8 +214,8 @@ def classify_rpc_error(exc: grpc.RpcError, primary: bool = True) -> DataPlaneErr
 def check_status_schema(response: mpd.StatusResponse) -> None:
     """An era-A pooler answers Status on the same path; its field 7 is a string, which v0.1.0 reads as
     an unknown field (reference §3). Acting on such a status would be acting on garbage."""
-    # Iterable through __getitem__ at runtime; types-protobuf's stub declares no __iter__.
-    odd = {f.field_number for f in UnknownFieldSet(response.status)} & _ERA_A_STATUS_FIELDS  # type: ignore[attr-defined]
+    unknown = UnknownFieldSet(response.status)
+    odd = {unknown[i].field_number for i in range(len(unknown))} & _ERA_A_STATUS_FIELDS
     if odd:
         raise VersionMismatch(f"Status carries era-A fields {sorted(odd)}: the pooler is not Multigres "
                               f"{keys.MultigresVersion.V0_1_0}")

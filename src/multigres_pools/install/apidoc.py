@@ -16,7 +16,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.requirements_guard
 with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
     from .crd import shard_crd
 
-BEGIN = "<!-- BEGIN GENERATED REFERENCE (apidoc.py) -->"
+BEGIN = "<!-- BEGIN GENERATED REFERENCE (install/apidoc.py) -->"
 END = "<!-- END GENERATED REFERENCE -->"
 
 

@@ -81,11 +81,11 @@ def shard_id_from_spec(spec: Mapping[str, Any]) -> ShardId | None:
 
 
 def shard_id_from_labels(labels: Mapping[str, str]) -> ShardId | None:
-    values = [labels.get(k) for k in (keys.LABEL_CLUSTER, keys.LABEL_DATABASE, keys.LABEL_TABLEGROUP,
-                                       keys.LABEL_SHARD)]
-    if not all(values):
+    cluster, database, tablegroup, shard = (labels.get(k, "") for k in (
+        keys.LABEL_CLUSTER, keys.LABEL_DATABASE, keys.LABEL_TABLEGROUP, keys.LABEL_SHARD))
+    if not (cluster and database and tablegroup and shard):
         return None
-    return ShardId(*values)  # type: ignore[arg-type]  # all() above: no None left
+    return ShardId(cluster, database, tablegroup, shard)
 
 
 def owner_shard(obj: Manifest) -> str | None:

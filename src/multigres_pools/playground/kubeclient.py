@@ -17,11 +17,11 @@ def api_client(kubeconfig: str | os.PathLike[str] | None = None) -> ApiClient:
 
     cfg = client.Configuration()
     if kubeconfig:
-        config.load_kube_config(  # type: ignore[no-untyped-call]  # unannotated in the kubernetes package
+        config.load_kube_config(
             config_file=str(kubeconfig), client_configuration=cfg)
     else:
         try:
-            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]  # as above
+            config.load_incluster_config(client_configuration=cfg)
         except config.ConfigException:
-            config.load_kube_config(client_configuration=cfg)  # type: ignore[no-untyped-call]  # as above
+            config.load_kube_config(client_configuration=cfg)
     return client.ApiClient(cfg)

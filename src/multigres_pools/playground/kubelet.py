@@ -47,7 +47,7 @@ def record_event(core: client.CoreV1Api, involved: Mapping[str, Any], event_type
     body = events.event_manifest(involved, event_type, reason, message, component="kubelet",
                                  instance=host or "kubelet", stamp=now(), host=host)
     # The client serializes a plain manifest as well as its model classes.
-    core.create_namespaced_event(body["metadata"]["namespace"] or "default", body)  # type: ignore[arg-type]
+    core.create_namespaced_event(body["metadata"]["namespace"] or "default", body)  # type: ignore[arg-type]  # a dict
 
 
 def _container_statuses(containers: list[Any], ready: bool, running: bool) -> list[dict[str, Any]]:

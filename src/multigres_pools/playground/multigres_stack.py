@@ -122,10 +122,11 @@ class MultigresStack:
     def _start_real(self) -> None:
         self.net = self._step("the real node's network", claim)
         network = self.net.cluster_network()
-        self.cluster = self._step("etcd, kube-apiserver, kube-controller-manager", lambda: Cluster(
+        cluster = self.cluster = self._step("etcd, kube-apiserver, kube-controller-manager", lambda: Cluster(
             self.workdir / "cluster", workload_controllers=True, node=network).start())
+        net = self.net
         self.real = self._step("the real node: containerd, kubelet, kube-proxy, CoreDNS, kube-router, provisioner",
-                               lambda: RealNode(self.net, self.cluster, self.progress).start())  # type: ignore[arg-type]
+                               lambda: RealNode(net, cluster, self.progress).start())
         self.topo = self._step("the topology etcd", self._start_topo)
         restricted_namespace(self.kubeconfig, self.namespace)
         self._step("the operator and the agent from the install bundle", lambda: install_bundle(
@@ -133,10 +134,11 @@ class MultigresStack:
 
     def _start(self) -> None:
         tool = self._step("the Multigres v0.1.0 toolchain", lambda: toolchain_module.ensure(self.progress))
-        self.cluster = self._step("etcd, kube-apiserver, kube-controller-manager",
-                                  lambda: Cluster(self.workdir / "cluster", workload_controllers=True).start())
+        cluster = self.cluster = self._step("etcd, kube-apiserver, kube-controller-manager",
+                                            lambda: Cluster(self.workdir / "cluster",
+                                                            workload_controllers=True).start())
         self.kubelet = self._step("the process kubelet", lambda: ProcessKubelet(
-            api_client(self.cluster.kubeconfig), toolchain_images(tool), tool.user,  # type: ignore[union-attr]
+            api_client(cluster.kubeconfig), toolchain_images(tool), tool.user,
             workdir=self.workdir / "kubelet").start())
         self.topo = self._step("the topology etcd", self._start_topo)
         kube = self.kube()

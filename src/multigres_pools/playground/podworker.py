@@ -355,7 +355,9 @@ class PodWorker:
             json.dump({"argv": argv, "path": path, "env": env, "uid": self.kubelet.uid, "gid": self.kubelet.gid,
                        "hostname": self.hostname, "workingDir": c.spec.get("workingDir", ""),
                        "root": str(root), "mounts": mounts}, handle)
-        chain = [self.kubelet.tools["nsenter"], f"--net=/run/netns/{self.net.netns}", "--",  # type: ignore[union-attr]
+        if self.net is None:
+            raise RuntimeError(f"{c.name}: the pod's network namespace is gone")
+        chain = [self.kubelet.tools["nsenter"], f"--net=/run/netns/{self.net.netns}", "--",
                  self.kubelet.tools["unshare"], "--mount", "--uts", "--propagation", "private", "--",
                  sys.executable, "-I", podexec.__file__, str(spec_path)]
         with log_path.open("ab") as out:

@@ -260,9 +260,8 @@ class ProcessKubelet:
         try:
             # In the body: the API server ignores query options when a body is sent. Plain manifests
             # here and below: the client serializes them as it does its model classes.
-            self.core.delete_namespaced_pod(name, namespace,
-                                            body={"gracePeriodSeconds": 0,  # type: ignore[arg-type]
-                                                  "preconditions": {"uid": uid}})
+            self.core.delete_namespaced_pod(name, namespace, body=client.V1DeleteOptions(
+                grace_period_seconds=0, preconditions=client.V1Preconditions(uid=uid)))
         except ApiException as err:
             if err.status not in (404, 409):
                 log.warning("final delete of %s/%s failed: %s", namespace, name, err)
@@ -340,11 +339,10 @@ class ProcessKubelet:
                 self.event({"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "namespace": meta["namespace"],
                             "uid": meta["uid"]}, "Warning", "FailedScheduling", reason)
             return
-        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"], "uid": meta["uid"]},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": self.node_name}}
+        body = client.V1Binding(metadata=client.V1ObjectMeta(name=meta["name"], uid=meta["uid"]),
+                                target=client.V1ObjectReference(api_version="v1", kind="Node", name=self.node_name))
         try:
-            self.core.create_namespaced_pod_binding(meta["name"], meta["namespace"], body,  # type: ignore[arg-type]
-                                                _preload_content=False)  # a plain manifest (final_delete)
+            self.core.create_namespaced_pod_binding(meta["name"], meta["namespace"], body, _preload_content=False)
         except ApiException as err:
             if err.status not in (404, 409):  # gone, or bound by someone else meanwhile
                 log.warning("binding %s/%s failed: %s", meta["namespace"], meta["name"], err)

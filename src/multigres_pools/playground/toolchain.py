@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict
 
 from multigres_pools.playground import binaries
 
@@ -81,6 +82,15 @@ PGBACKREST_RUNTIME_PACKAGES = (
 Progress = Callable[[str], None]
 
 
+
+class ProcessKwargs(TypedDict, total=False):
+    """subprocess keyword arguments that run a process as the toolchain user."""
+
+    env: dict[str, str]
+    user: int
+    group: int
+    extra_groups: list[int]
+
 class ToolchainError(RuntimeError):
     """A step of the toolchain set-up failed; the message names the step and the cause."""
 
@@ -113,14 +123,13 @@ class Toolchain:
             env["LOCPATH"] = str(self.locpath)
         return env
 
-    def process_kwargs(self) -> dict[str, object]:
+    def process_kwargs(self) -> ProcessKwargs:
         """subprocess.Popen keyword arguments that run a process as the toolchain user with
         env(); as root this switches user directly (no runuser wrapper between the caller and
         the process, so its pid is the real one and signals reach it)."""
-        kwargs: dict[str, object] = {"env": self.env()}
         if os.geteuid() == 0:
-            kwargs.update(user=self.uid, group=self.gid, extra_groups=[])
-        return kwargs
+            return ProcessKwargs(env=self.env(), user=self.uid, group=self.gid, extra_groups=[])
+        return ProcessKwargs(env=self.env())
 
     def as_user(self, argv: list[str], extra_env: Mapping[str, str] | None = None) -> list[str]:
         """argv prefixed to run as the toolchain user with env() plus extra_env, for wrappers
@@ -178,10 +187,10 @@ def _mark_complete(directory: Path, note: str) -> None:
 # Small process helpers
 
 
-def _run(argv: list[str], step: str, **kwargs: object) -> str:
+def _run(argv: list[str], step: str, **kwargs: Any) -> str:
     """Run argv, returning stdout; a failure raises ToolchainError naming the step and the output."""
     try:
-        done: subprocess.CompletedProcess[str] = subprocess.run(  # type: ignore[call-overload]  # **kwargs: object
+        done: subprocess.CompletedProcess[str] = subprocess.run(
             argv, check=True, text=True, capture_output=True, **kwargs)
     except FileNotFoundError as exc:
         raise ToolchainError(f"{step}: {argv[0]} not found") from exc
@@ -474,13 +483,12 @@ def _verify_as_user(toolchain: Toolchain) -> None:
     checks += [[tool, "--version"] for tool in POSTGRES_TOOLS]
     checks += [["pgbackrest", "version"], ["etcd", "--version"]]
     for argv in checks:
-        done = subprocess.run(argv, capture_output=True, text=True,  # type: ignore[call-overload]  # **object
-                              **toolchain.process_kwargs())
+        done = subprocess.run(argv, capture_output=True, text=True, **toolchain.process_kwargs())
         if done.returncode != 0:
             raise ToolchainError(f"as user {toolchain.user}: {' '.join(argv)} exited {done.returncode}: "
                                  f"{(done.stdout + done.stderr).strip()[-400:]}")
     out = subprocess.run(["postgres", "--version"], capture_output=True, text=True,
-                         **toolchain.process_kwargs()).stdout  # type: ignore[call-overload]  # **object
+                         **toolchain.process_kwargs()).stdout
     if f"(PostgreSQL) {POSTGRES_MAJOR}." not in out:
         raise ToolchainError(f"as user {toolchain.user}: postgres on PATH is not {POSTGRES_MAJOR}: {out.strip()}")
 
@@ -562,8 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"toolchain: not installed under {cache_root()}; run with --ensure", file=sys.stderr)
         return 1
     if args.run:
-        done: subprocess.CompletedProcess[bytes] = subprocess.run(  # type: ignore[call-overload]  # **object
-            args.run, **toolchain.process_kwargs())
+        done: subprocess.CompletedProcess[bytes] = subprocess.run(args.run, **toolchain.process_kwargs())
         return done.returncode
     if args.env:
         for key, value in toolchain.env().items():

@@ -55,10 +55,12 @@ def _imports_without_requirements(stem: str) -> bool:
 def test_import_ignores_are_exactly_the_files_that_need_their_requirements_at_import():
     """Every other engine file imports without pydantic, PyYAML and cryptography (requirements_guard.py),
     and every ignored one really needs them: the ignore list can neither grow silently nor go stale."""
-    ignored = {line.split()[0].rsplit("/", 1)[1][:-3] for line in IGNORES.read_text().splitlines()
-               if " import-" in line}
-    stems = sorted(p.stem for p in (REPO / "plugins" / "module_utils").glob("*.py") if p.stem != "__init__")
-    failing = {stem for stem in stems if not _imports_without_requirements(stem)}
+    module_utils = REPO / "plugins" / "module_utils"
+    ignored = {line.split()[0].removeprefix("plugins/module_utils/")[:-3].replace("/", ".")
+               for line in IGNORES.read_text().splitlines() if " import-" in line}
+    names = sorted(".".join(p.relative_to(module_utils).with_suffix("").parts)
+                   for p in module_utils.rglob("*.py") if p.stem != "__init__")
+    failing = {name for name in names if not _imports_without_requirements(name)}
     assert failing == ignored
 
 

@@ -1,4 +1,4 @@
-"""One reader of the drain annotations for the engine and the agent (module_utils/drain_annotations.py),
+"""One reader of the drain annotations for the engine and the agent (module_utils/state/drain_annotations.py),
 and what the planner does with it: unknown states are reported and left alone, cancellations clean up."""
 
 from __future__ import annotations
