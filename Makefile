@@ -42,8 +42,13 @@ sanity: setup
 images: setup
 	$(PY) -m multigres_pools.images build $(IMAGES)
 
+# Tests that start no cluster, stack or image run on every core; the rest one at a time (they share
+# two cores with the servers they start). Exit status 5 is "nothing selected" (a PYTEST_ARGS path).
+ALONE := cluster or images or multigres or realnode
 test: setup lint typecheck sanity images
-	$(PY) -m pytest -p no:cacheprovider -m "not soak" --durations=40 $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -n auto -m "not soak and not ($(ALONE))" --durations=20 $(PYTEST_ARGS) \
+		|| [ $$? -eq 5 ]
+	$(PY) -m pytest -p no:cacheprovider -m "not soak and ($(ALONE))" --durations=40 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The slow fault matrix on real Multigres (drain faults, two cells, the chaos soak: docs/reliability.md);
 # `make test` runs a subset.
@@ -51,7 +56,7 @@ soak: setup
 	$(PY) -m pytest -p no:cacheprovider -m soak $(PYTEST_ARGS)
 
 unit: setup
-	$(PY) -m pytest -p no:cacheprovider -m "not cluster and not images and not multigres and not realnode" $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -n auto -m "not ($(ALONE))" $(PYTEST_ARGS)
 
 # The input fuzzer for longer, with fresh randomness (make test runs 150 fixed examples per fuzz test):
 # no traceback for any input of the CLI and the shard_render/shard_reconcile modules.
