@@ -5,6 +5,13 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+# One set-up at a time on a machine: the Go builds share one cache, and two runs building the same
+# directory at once break each other (say `make typecheck` started while `make test` still sets up).
+# flock -o holds the lock in its own process, so nothing this script starts can keep it.
+if [ -z "${MGP_SETUP_LOCKED:-}" ]; then
+  mkdir -p ~/.cache/multigres-pools
+  MGP_SETUP_LOCKED=1 exec flock -o ~/.cache/multigres-pools/setup.lock "$repo/tools/setup.sh" "$@"
+fi
 py=${PYTHON:-python3.11}
 command -v "$py" >/dev/null || py=python3
 
