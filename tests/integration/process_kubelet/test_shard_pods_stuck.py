@@ -61,7 +61,9 @@ def own_kubelet(kube, namespace: str, standin_image: Path) -> Iterator[Any]:  # 
     from multigres_pools.playground.process_kubelet import ImageSpec, ProcessKubelet
 
     release = model.RELEASE_IMAGES[keys.MultigresVersion.V0_1_0]
-    standin = ImageSpec(path_dirs=[str(standin_image)])
+    # /bin for the shell the bootstrap guard's repository-check init container runs (a new shard: it
+    # finds the mode `initdb` and exits 0 without pgbackrest).
+    standin = ImageSpec(path_dirs=[str(standin_image), "/bin"])
     images = dict.fromkeys((release.multigres, release.pgctld, model.DEFAULT_EXPORTER_IMAGE), standin)
     kubelet = ProcessKubelet(kube.api_client(), images, run_as_user(), namespace=namespace,
                              node_labels={NODE_LABEL: namespace}, backoff=(1.0, 4.0))
@@ -108,10 +110,14 @@ def test_a_missing_image_is_named_on_the_shard_and_clears_once_fixed(  # type: i
     stuck = _pass_until(rig, lambda c: c.get("status") == "True", 90, "PodsStuck=True")
     print(f"PodsStuck: {stuck['reason']}: {stuck['message']}")
     live = rig.pods()[pod]
-    waiting = live["status"]["initContainerStatuses"][0]["state"]["waiting"]
+    first = live["status"]["initContainerStatuses"][0]
+    # The first container of the pod to use the missing pgctld image: the bootstrap guard's check.
+    assert first["name"] == keys.REPOSITORY_CHECK_CONTAINER
+    waiting = first["state"]["waiting"]
     assert MISSING in waiting["message"]  # the kubelet's words, repeated on the shard:
     assert stuck["reason"] == "ErrImagePull"
-    assert stuck["message"] == f"{pod}: init container postgres waiting: ErrImagePull ({waiting['message']})"
+    assert stuck["message"] == (f"{pod}: init container {keys.REPOSITORY_CHECK_CONTAINER} waiting: ErrImagePull "
+                                f"({waiting['message']})")
     assert (rig.cr() or {})["status"]["phase"] == "Degraded"
     events = [e for e in kube_client.list("v1", "Event", namespace, "")
               if e["involvedObject"].get("kind") == keys.SHARD_KIND and e.get("reason") == "PodsStuck"]
@@ -134,7 +140,8 @@ def test_a_missing_image_is_named_on_the_shard_and_clears_once_fixed(  # type: i
 
     def replaced_and_started(cond: dict[str, Any]) -> bool:
         live = rig.pods().get(pod) or {}
-        sidecar = ((live.get("status") or {}).get("initContainerStatuses") or [{}])[0]
+        sidecar = next((c for c in (live.get("status") or {}).get("initContainerStatuses") or []
+                        if c["name"] == "postgres"), {})  # pgctld, after the repository check
         return facts.uid(live) not in (None, before) and bool(sidecar.get("started")) and bool(cond)
 
     cleared = _pass_until(rig, replaced_and_started, 180, "the pod replaced and its pgctld started")

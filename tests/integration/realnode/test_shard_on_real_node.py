@@ -425,7 +425,9 @@ def test_an_image_the_node_cannot_pull_is_named_on_the_shard_and_the_shard_delet
         assert condition["reason"] in ("ErrImagePull", "ImagePullBackOff"), condition
         (pod,) = _pod_json(watched, stack.namespace, f"{keys.LABEL_APP_INSTANCE}=stuck,"
                                                      f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
-        assert condition["message"].startswith(f"{facts.name(pod)}: init container postgres waiting: "), condition
+        # The first container to use the missing pgctld image: the bootstrap guard's repository check.
+        assert condition["message"].startswith(
+            f"{facts.name(pod)}: init container {keys.REPOSITORY_CHECK_CONTAINER} waiting: "), condition
         assert MISSING_IMAGE in condition["message"], condition
         assert shard_cr(stack, "stuck")["status"]["phase"] == "Degraded"
     finally:

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
 from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
@@ -41,7 +42,8 @@ def _containers() -> list[dict]:
     specs = [desired.pools[0].pod(0)["spec"]]
     specs += [o["spec"]["template"]["spec"] for o in desired.objects if o["kind"] == "Deployment"]
     return [c for spec in specs for c in [*spec.get("initContainers", []), *spec["containers"]]
-            if c["name"] not in ("postgres-exporter", "standby-on-start")]  # not Multigres binaries
+            if c["name"] not in ("postgres-exporter", "standby-on-start",  # not Multigres binaries
+                                 keys.REPOSITORY_CHECK_CONTAINER)]
 
 
 def _expand(arg: str) -> str:
