@@ -825,13 +825,14 @@ class Condition(BaseModel):
         description=f"One of {', '.join(keys.ShardCondition)} (docs/api.md, status).")
     status: Literal["True", "False", "Unknown"] = Field(description="Whether the condition holds.")
     reason: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
-        None, description="One CamelCase word saying why, e.g. HealthGate or InvalidSpec.")
+        default=None, description="One CamelCase word saying why, e.g. HealthGate or InvalidSpec.")
     message: Annotated[str, StringConstraints(max_length=conditions.MESSAGE_MAX)] | None = Field(
-        None, description="What a person should know: the blocking health gate, the refused field, ...")
+        default=None, description="What a person should know: the blocking health gate, the refused field, ...")
     last_transition_time: str | None = Field(
-        None, alias="lastTransitionTime", description="When status last changed (RFC 3339).")
+        default=None, alias="lastTransitionTime", description="When status last changed (RFC 3339).")
     observed_generation: int | None = Field(
-        None, alias="observedGeneration", description="The metadata.generation this condition was computed for.")
+        default=None, alias="observedGeneration",
+        description="The metadata.generation this condition was computed for.")
 
 
 class PgBackRestTLSStatus(BaseModel):
@@ -848,14 +849,14 @@ class PgBackRestTLSStatus(BaseModel):
     next_renewal: str = Field(alias="nextRenewal",
                               description="When the engine next renews the certificate, rotates or promotes the CA.")
     ca_promotes_at: str | None = Field(
-        None, alias="caPromotesAt",
+        default=None, alias="caPromotesAt",
         description="During a CA rotation: the earliest time the successor CA, already trusted, starts signing.")
     ca_promotion_waits_for: list[str] | None = Field(
-        None, alias="caPromotionWaitsFor",
+        default=None, alias="caPromotionWaitsFor",
         description="Pool pods created before the successor CA was published: their pgBackRest servers load "
                     "the trust bundle at start, so promotion waits until they are replaced (a rolling update).")
     ca_promotion_forced_at: str | None = Field(
-        None, alias="caPromotionForcedAt",
+        default=None, alias="caPromotionForcedAt",
         description="When promotion happens even if caPromotionWaitsFor still lists pods.")
 
 
@@ -869,13 +870,13 @@ class BackupRun(BaseModel):
         description=f"schedule: spec.backup.schedules; request: annotation {keys.ANN_BACKUP_REQUEST}.")
     pod: str = Field(description="The pod whose multipooler took it.")
     force_primary: bool = Field(
-        False, alias="forcePrimary", description="Taken on the primary because no standby qualified.")
+        default=False, alias="forcePrimary", description="Taken on the primary because no standby qualified.")
     job_id: str = Field(alias="jobId", description="The job id given to the Backup RPC (a pgBackRest annotation).")
     started_at: str = Field(alias="startedAt", description="When the agent called Backup (RFC 3339).")
-    finished_at: str | None = Field(None, alias="finishedAt", description="When Backup returned (RFC 3339).")
-    backup_id: str | None = Field(None, alias="backupId", description="pgBackRest's label of the backup.")
-    size_bytes: int | None = Field(None, alias="sizeBytes", description="Size GetBackups reports for it.")
-    error: str | None = Field(None, description="Why it failed; absent when it succeeded or still runs.")
+    finished_at: str | None = Field(default=None, alias="finishedAt", description="When Backup returned (RFC 3339).")
+    backup_id: str | None = Field(default=None, alias="backupId", description="pgBackRest's label of the backup.")
+    size_bytes: int | None = Field(default=None, alias="sizeBytes", description="Size GetBackups reports for it.")
+    error: str | None = Field(default=None, description="Why it failed; absent when it succeeded or still runs.")
 
 
 class BackupStatus(BaseModel):
@@ -884,10 +885,10 @@ class BackupStatus(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     schedule: dict[str, str] = Field(
-        {}, description="Per schedule (full, differential): the latest due time already handled (RFC 3339).")
-    running: BackupRun | None = Field(None, description="The backup in progress, if any.")
-    last: BackupRun | None = Field(None, description="The backup that finished last, successful or not.")
-    waiting: str | None = Field(None, description="Why a due or requested backup has not started yet.")
+        default={}, description="Per schedule (full, differential): the latest due time already handled (RFC 3339).")
+    running: BackupRun | None = Field(default=None, description="The backup in progress, if any.")
+    last: BackupRun | None = Field(default=None, description="The backup that finished last, successful or not.")
+    waiting: str | None = Field(default=None, description="Why a due or requested backup has not started yet.")
 
 
 class RestoreStatus(BaseModel):
@@ -899,14 +900,15 @@ class RestoreStatus(BaseModel):
     state: Literal["Restoring", "Restored"] = Field(
         description="Restoring while a pod's multipooler restores; Restored once the pods that did are done.")
     pods: list[str] = Field(description="The pods restoring, or that restored.")
-    started_at: str | None = Field(None, alias="startedAt", description="When the first of them started (RFC 3339).")
-    finished_at: str | None = Field(None, alias="finishedAt", description="When the last finished (RFC 3339).")
+    started_at: str | None = Field(
+        default=None, alias="startedAt", description="When the first of them started (RFC 3339).")
+    finished_at: str | None = Field(default=None, alias="finishedAt", description="When the last finished (RFC 3339).")
     backup_id: str | None = Field(
-        None, alias="backupId",
+        default=None, alias="backupId",
         description="The backup restored: the newest complete one the agent's health check saw (v0.1.0 "
                     "restores the newest complete backup).")
     wal_position: str | None = Field(
-        None, alias="walPosition",
+        default=None, alias="walPosition",
         description="The newest WAL position a restored pod reported when its restore was over (its replay "
                     "of the archived WAL).")
 
@@ -922,8 +924,9 @@ class SwitchoverStatus(BaseModel):
     at: str = Field(description="When it decided (RFC 3339).")
     state: Literal["Refused", "InProgress", "Completed"] = Field(
         description="Completed once the old primary's pod is gone and another pod is the PRIMARY.")
-    from_: str | None = Field(None, alias="from", description="The primary's pod when the request was accepted.")
-    primary: str | None = Field(None, description="The primary's pod once Completed.")
+    from_: str | None = Field(
+        default=None, alias="from", description="The primary's pod when the request was accepted.")
+    primary: str | None = Field(default=None, description="The primary's pod once Completed.")
 
 
 class MultigresShardStatus(BaseModel):
@@ -932,39 +935,42 @@ class MultigresShardStatus(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     observed_generation: int | None = Field(
-        None, alias="observedGeneration",
+        default=None, alias="observedGeneration",
         description="The metadata.generation the engine last acted on (or refused); status describes that spec.")
     phase: Literal["Initializing", "Progressing", "Healthy", "Degraded", "Unknown"] | None = Field(
-        None, description="Healthy: every pod ready and nothing to do; Progressing: actions or waits pending; "
+        default=None, description="Healthy: every pod ready and nothing to do; Progressing: actions or waits pending; "
                           "Degraded: refused spec, crash loop or an empty pool.")
-    message: str | None = Field(None, description="One line: the refusal, what the engine waits for, or pods ready.")
+    message: str | None = Field(
+        default=None, description="One line: the refusal, what the engine waits for, or pods ready.")
     ready_replicas: int | None = Field(
-        None, alias="readyReplicas", description="Ready pool pods, draining and terminating ones excluded.")
+        default=None, alias="readyReplicas", description="Ready pool pods, draining and terminating ones excluded.")
     pools_ready: bool | None = Field(
-        None, alias="poolsReady", description="Every pool has all its replicas, each ready and none draining.")
+        default=None, alias="poolsReady", description="Every pool has all its replicas, each ready and none draining.")
     orch_ready: bool | None = Field(
-        None, alias="orchReady", description="Every MultiOrch Deployment has its ready replicas.")
-    cells: list[str] | None = Field(None, description="Cells that have pool pods.")
+        default=None, alias="orchReady", description="Every MultiOrch Deployment has its ready replicas.")
+    cells: list[str] | None = Field(default=None, description="Cells that have pool pods.")
     conditions: list[Condition] = Field(
-        [], description="kstatus conditions, one per type (see Condition.type).",
+        default=[], description="kstatus conditions, one per type (see Condition.type).",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     pod_roles: dict[str, str] = Field(
-        {}, alias="podRoles", description="Pool pod name to the role the agent published: PRIMARY, REPLICA or DRAINED.")
+        default={}, alias="podRoles",
+        description="Pool pod name to the role the agent published: PRIMARY, REPLICA or DRAINED.")
     last_backup_time: str | None = Field(
-        None, alias="lastBackupTime", description="When the newest complete backup finished (agent's check).")
+        default=None, alias="lastBackupTime", description="When the newest complete backup finished (agent's check).")
     last_backup_type: str | None = Field(
-        None, alias="lastBackupType", description="pgBackRest type of that backup (full, diff or incr).")
+        default=None, alias="lastBackupType", description="pgBackRest type of that backup (full, diff or incr).")
     backup: BackupStatus | None = Field(
-        None, description="Scheduled and requested base backups run by the agent (docs/operations.md, \"Backups\").")
+        default=None,
+        description="Scheduled and requested base backups run by the agent (docs/operations.md, \"Backups\").")
     restore: RestoreStatus | None = Field(
-        None, description="The pool pods' restore from the backup repository (docs/operations.md, "
+        default=None, description="The pool pods' restore from the backup repository (docs/operations.md, "
                           "\"Disaster recovery\").")
     switchover: SwitchoverStatus | None = Field(
-        None, description=f"The last request to move the primary away ({keys.ANN_SWITCHOVER_REQUEST}; "
+        default=None, description=f"The last request to move the primary away ({keys.ANN_SWITCHOVER_REQUEST}; "
                           "docs/operations.md, \"Move the primary\").")
     pgbackrest_tls: PgBackRestTLSStatus | None = Field(
-        None, alias="pgbackrestTLS",
+        default=None, alias="pgbackrestTLS",
         description="pgbackrestTLS.mode auto: the generated certificate and CA, when they expire and when the "
                     "engine renews them next (docs/operations.md, \"Certificate renewal\").")
 
@@ -1011,3 +1017,10 @@ def check_transition(old: MultigresShardSpec, new: MultigresShardSpec) -> list[s
 def spec_to_dict(spec: MultigresShardSpec) -> dict[str, Any]:
     """The spec as it goes on the wire: camelCase, defaults filled in, unset optionals left out."""
     return spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def status_to_dict(status: MultigresShardStatus) -> dict[str, Any]:
+    """The status as it goes on the wire: camelCase, and only the fields that were set, so a field the
+    engine leaves out (podRoles when empty: server-side apply would turn it into null) stays out, and
+    whatever an earlier status carried beyond the model (extra fields) is written back as it was."""
+    return status.model_dump(mode="json", by_alias=True, exclude_unset=True)
