@@ -10,6 +10,12 @@ Degraded. GitOps health (gitops/argocd/health.lua, gitops/flux/shards.yaml) firs
 Conditions keep their lastTransitionTime while their status stays the same, so an unchanged shard
 produces an identical status and the engine writes nothing. Events that describe a change of
 state (PoolEmpty, ScaleDownBlocked) are emitted when the matching condition changes.
+
+The status is built as the typed model (spec/model.py MultigresShardStatus, the one the CRD's status
+schema is generated from) and turned into the wire dict by model.status_to_dict alone: a misspelt
+field or a wrong type fails here (mypy for the keyword arguments, pydantic at construction) instead
+of at the API server. What the agent reports in annotations (backup state, switchover state) is read
+with spec/reader.py: a report that does not fit the model is left out, as unreadable JSON is.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ..core import keys
 from ..core.conditions import MESSAGE_MAX
@@ -25,16 +31,32 @@ from ..core.manifest import Manifest
 from ..plan import tls_policy
 from ..plan.actions import Action, event
 from ..plan.shard import Plan
+from ..spec import reader
+from ..spec.model import (
+    BackupStatus,
+    Condition,
+    MultigresShardStatus,
+    PgBackRestTLSStatus,
+    RestoreStatus,
+    SwitchoverStatus,
+    status_to_dict,
+)
 from ..state import bootstrap, drain_annotations, facts, ownership
 from ..state.desired import Desired
 from ..state.observed import Observed
 from . import fencing, pod_stuck, stalls
 
 C = keys.ShardCondition
+Phase = Literal["Progressing", "Healthy", "Degraded"]  # the phases the engine writes (model: MultigresShardStatus)
 
 
-def _condition(ctype: str, ok: bool, reason: str, message: str) -> Manifest:
-    return {"type": ctype, "status": "True" if ok else "False", "reason": reason, "message": message}
+def _condition(ctype: str, ok: bool, reason: str, message: str) -> Condition:
+    return Condition(type=ctype, status="True" if ok else "False", reason=reason, message=message[:MESSAGE_MAX])
+
+
+def _typed(condition: Manifest) -> Condition:
+    """A condition built by another status module (as a dict, like core.conditions.shard_condition)."""
+    return Condition.model_validate(condition, strict=True)
 
 
 def _pool_pods(observed: Observed) -> list[Manifest]:
@@ -47,7 +69,7 @@ def _counts_ready(pod: Manifest) -> bool:
             and not drain_annotations.read_state(facts.annotations(pod)).active)
 
 
-def _writable_standby(pods: list[Manifest]) -> Manifest:
+def _writable_standby(pods: list[Manifest]) -> Condition:
     """WritableStandby repeats the agent's readiness gate: a pod whose PostgreSQL is out of recovery
     while another pooler leads (agent/recovery_gate.py)."""
     found = [(facts.name(p), c) for p in pods if (c := facts.condition(p, keys.POD_READINESS_GATE) or {})
@@ -58,11 +80,11 @@ def _writable_standby(pods: list[Manifest]) -> Manifest:
                       "; ".join(c.get("message") or name for name, c in sorted(found))[:MESSAGE_MAX])
 
 
-def _bootstrap_refused(desired: Desired, observed: Observed, pods: list[Manifest]) -> Manifest:
+def _bootstrap_refused(desired: Desired, observed: Observed, pods: list[Manifest]) -> Condition:
     """BootstrapRefused: pods whose repository check holds PostgreSQL back (state/bootstrap.py)."""
     guard = desired.bootstrap
     pvc = observed.find("PersistentVolumeClaim", guard.backup_pvc) if guard is not None else None
-    return bootstrap.condition(guard, bootstrap.recorded_backup(observed.cr, pvc), pods)
+    return _typed(bootstrap.condition(guard, bootstrap.recorded_backup(observed.cr, pvc), pods))
 
 
 def _orch_ready(observed: Observed) -> bool:
@@ -84,50 +106,63 @@ def _empty_pools(desired: Desired, observed: Observed) -> list[str]:
     return [f"{p.pool}/{p.cell}" for p in desired.pools if p.replicas > 0 and not ready.get((p.pool, p.cell))]
 
 
-def _backup_condition(cr: Manifest | None) -> tuple[Manifest | None, Manifest]:
+def _unreadable_verdict(problem: str) -> tuple[Condition, None, None]:
+    return Condition(type=C.BACKUP_HEALTHY, status="Unknown", reason="UnreadableReport",
+                     message=f"annotation {keys.ANN_BACKUP_HEALTH} {problem}"), None, None
+
+
+def _backup_condition(cr: Manifest | None) -> tuple[Condition | None, str | None, str | None]:
     """The agent's verdict (JSON in an annotation on the CR): {"healthy", "reason", "message",
-    "lastBackupTime", "lastBackupType"}."""
+    "lastBackupTime", "lastBackupType"}; with the newest backup's time and type when it names them."""
     raw = facts.annotations(cr).get(keys.ANN_BACKUP_HEALTH) if cr else None
     if not raw:
-        return None, {}
+        return None, None, None
     try:
         verdict = json.loads(raw)
     except ValueError:
-        return {"type": C.BACKUP_HEALTHY, "status": "Unknown", "reason": "UnreadableReport",
-                "message": f"annotation {keys.ANN_BACKUP_HEALTH} is not JSON"}, {}
+        return _unreadable_verdict("is not JSON")
+    if not isinstance(verdict, dict):
+        return _unreadable_verdict("is not the agent's verdict")
     healthy = bool(verdict.get("healthy"))
     reason = verdict.get("reason") or ("BackupRecent" if healthy else "BackupStale")
-    cond = _condition(C.BACKUP_HEALTHY, healthy, reason, verdict.get("message", ""))
-    extra = {k: verdict[k] for k in ("lastBackupTime", "lastBackupType") if verdict.get(k)}
-    return cond, extra
+    message = verdict.get("message", "")
+    if not isinstance(reason, str) or not isinstance(message, str):  # the API server would refuse the status
+        return _unreadable_verdict("is not the agent's verdict")
+    when, kind = (value if isinstance(value := verdict.get(k), str) and value else None
+                  for k in ("lastBackupTime", "lastBackupType"))
+    return _condition(C.BACKUP_HEALTHY, healthy, reason, message), when, kind
 
 
-def _backup_state(cr: Manifest | None) -> Manifest:
+def _backup_state(cr: Manifest | None) -> BackupStatus | None:
     """status.backup: the agent's bookkeeping (JSON in an annotation on the CR), when it is readable."""
-    state = facts.json_annotation(cr, keys.ANN_BACKUP_STATE)
-    return {"backup": state} if state is not None else {}
+    return reader.parse(BackupStatus, facts.json_annotation(cr, keys.ANN_BACKUP_STATE))
 
 
-def _switchover(observed: Observed) -> Manifest:
+def _switchover(observed: Observed) -> SwitchoverStatus | None:
     """status.switchover: the engine's last decision on a switchover request (plan/switchover.py) and
     how far it got: InProgress while the old primary's pod exists, Completed once another pod leads."""
     state = facts.json_annotation(observed.cr, keys.ANN_SWITCHOVER_STATE)
     if state is None:
-        return {}
+        return None
     out = {k: v for k, v in state.items() if k != "fromUid"}
     if state.get("decision") == "Refused":
-        return {"switchover": out | {"state": "Refused"}}
+        return reader.parse(SwitchoverStatus, out | {"state": "Refused"})
     leader = next((p for p in observed.pods if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY
                    and not facts.is_terminating(p)), None)
     if leader is None or any(facts.uid(p) == state.get("fromUid") for p in observed.pods):
-        return {"switchover": out | {"state": "InProgress"}}
-    return {"switchover": out | {"state": "Completed", "primary": facts.name(leader)}}
+        return reader.parse(SwitchoverStatus, out | {"state": "InProgress"})
+    return reader.parse(SwitchoverStatus, out | {"state": "Completed", "primary": facts.name(leader)})
+
+
+def _restore(pods: list[Manifest]) -> RestoreStatus | None:
+    restore = bootstrap.restore_status(pods).get("restore")
+    return RestoreStatus.model_validate(restore, strict=True) if restore else None
 
 
 INVALID_SPEC = "InvalidSpec"  # the reason of Ready, Reconciling and Stalled when the spec is refused
 
 
-def _refusal_conditions(errors: list[str]) -> list[Manifest]:
+def _refusal_conditions(errors: list[str]) -> list[Condition]:
     text = "; ".join(errors)[:MESSAGE_MAX]
     return [_condition(C.READY, False, INVALID_SPEC, text),
             _condition(C.RECONCILING, False, INVALID_SPEC, "waiting for a spec change"),
@@ -137,16 +172,18 @@ def _refusal_conditions(errors: list[str]) -> list[Manifest]:
 
 def refused(previous: Manifest, errors: list[str], generation: int | None, stamp: str) -> Manifest:
     """The status of a spec that cannot even be rendered: the refusal conditions over the previous
-    status, whose other fields (pods, roles) still describe the pods that keep running."""
-    conditions = {c.get("type"): dict(c) for c in previous.get("conditions") or [] if isinstance(c, dict)}
+    status, whose other fields (pods, roles, and fields this version does not know) still describe
+    the pods that keep running."""
+    status = reader.read_status(previous)
+    conditions = {c.type: c for c in status.conditions}
     for cond in _refusal_conditions(errors):
         if generation is not None:
-            cond["observedGeneration"] = generation
-        conditions[cond["type"]] = cond
-    status: Manifest = {**previous, "phase": "Degraded", "message": errors[0], "conditions": list(conditions.values())}
+            cond.observed_generation = generation
+        conditions[cond.type] = cond
+    status.phase, status.message, status.conditions = "Degraded", errors[0], list(conditions.values())
     if generation is not None:
-        status["observedGeneration"] = generation
-    return carry_transition_times(status, previous, stamp)
+        status.observed_generation = generation
+    return _written(status, previous, stamp)
 
 
 def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors: list[str] | None = None,
@@ -160,7 +197,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     pools_ready = total > 0 and ready == total and len(pods) == total + sum(
         facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.DRAINED for p in pods)
     now = facts.parse_time(stamp) or dt.datetime.now(dt.UTC)
-    stuck = pod_stuck.condition(pods, now)
+    stuck = _typed(pod_stuck.condition(pods, now))
     writable_standby = _writable_standby(pods)
     refused = _bootstrap_refused(desired, observed, pods)
     rolling = result.rolling
@@ -168,8 +205,8 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     # Paused: what the engine holds back leads the message (plan/pause.py).
     notes = ([result.pause_message] if result.paused else []) + result.waiting
 
-    if errors or "True" in (stuck["status"], writable_standby["status"], refused["status"]) or (empty and total):
-        phase = "Degraded"
+    if errors or "True" in (stuck.status, writable_standby.status, refused.status) or (empty and total):
+        phase: Phase = "Degraded"
     elif pools_ready and orch_ready and not rolling.in_progress and not result.maintenance.in_progress and not busy:
         phase = "Healthy"
     else:
@@ -185,7 +222,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         _condition(C.STALLED, False, "NotStalled", ""),
         _condition(C.CONFIGURATION_VALID, True, "Valid", ""),
     ]
-    verdict = {c["type"]: c for c in (_refusal_conditions(errors) if errors else progress)}
+    verdict = {c.type: c for c in (_refusal_conditions(errors) if errors else progress)}
     conditions = [
         verdict[C.READY], verdict[C.RECONCILING], verdict[C.STALLED],
         available,
@@ -206,38 +243,41 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         _condition(C.PAUSED, result.paused is not None, result.paused.reason if result.paused else "NotPaused",
                    result.pause_message[:MESSAGE_MAX]),
     ]
-    conditions += stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s)
-    conditions += [stuck, writable_standby, refused, bootstrap.restoring_condition(pods)]
-    conditions += fencing.conditions(desired, observed.pods)
-    backup, backup_fields = _backup_condition(observed.cr)
-    if backup:
+    conditions += map(_typed, stalls.conditions(observed.pods, observed.cr, now, agent_stall_after_s))
+    conditions += [stuck, writable_standby, refused, _typed(bootstrap.restoring_condition(pods))]
+    conditions += map(_typed, fencing.conditions(desired, observed.pods))
+    backup, last_backup_time, last_backup_type = _backup_condition(observed.cr)
+    if backup is not None:
         conditions.append(backup)
     generation = facts.meta(observed.cr).get("generation") if observed.cr else None
     for cond in conditions:
         if generation is not None:
-            cond["observedGeneration"] = generation
-    status: Manifest = {
-        "phase": phase,
-        "message": errors[0] if errors else (notes[0] if notes else f"{ready}/{total} pods ready"),
-        "readyReplicas": ready,
-        "poolsReady": pools_ready,
-        "orchReady": orch_ready,
-        "cells": sorted({facts.labels(p).get(keys.LABEL_CELL, "") for p in pods} - {""}),
-        "conditions": conditions,
-        **backup_fields,
-        **_backup_state(observed.cr),
-        **_switchover(observed),
-        **bootstrap.restore_status(pods),
-    }
+            cond.observed_generation = generation
+    status = MultigresShardStatus(
+        phase=phase, message=errors[0] if errors else (notes[0] if notes else f"{ready}/{total} pods ready"),
+        readyReplicas=ready, poolsReady=pools_ready, orchReady=orch_ready,
+        cells=sorted({facts.labels(p).get(keys.LABEL_CELL, "") for p in pods} - {""}), conditions=conditions,
+    )
+    # The optional fields are set only when present: the wire dict holds the fields that were set.
+    if last_backup_time:
+        status.last_backup_time = last_backup_time
+    if last_backup_type:
+        status.last_backup_type = last_backup_type
+    if (backup_state := _backup_state(observed.cr)) is not None:
+        status.backup = backup_state
+    if (switchover := _switchover(observed)) is not None:
+        status.switchover = switchover
+    if (restore := _restore(pods)) is not None:
+        status.restore = restore
     roles = {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods if facts.labels(p).get(keys.LABEL_ROLE)}
     if roles:  # left out when empty: server-side apply turns a map emptied of its applied keys into null
-        status["podRoles"] = roles  # (kubernetes#135841), which the CRD refuses; leaving it out removes it
+        status.pod_roles = roles  # (kubernetes#135841), which the CRD refuses; leaving it out removes it
     tls = _tls_status(desired, observed)
     if tls:
-        status["pgbackrestTLS"] = tls
+        status.pgbackrest_tls = PgBackRestTLSStatus.model_validate(tls, strict=True)
     if generation is not None:
-        status["observedGeneration"] = generation
-    return carry_transition_times(status, (observed.cr or {}).get("status") or {}, stamp)
+        status.observed_generation = generation
+    return _written(status, (observed.cr or {}).get("status") or {}, stamp)
 
 
 def _tls_status(desired: Desired, observed: Observed) -> Manifest | None:
@@ -248,14 +288,21 @@ def _tls_status(desired: Desired, observed: Observed) -> Manifest | None:
                              observed.pods)
 
 
-def carry_transition_times(status: Manifest, previous: Manifest, stamp: str) -> Manifest:
-    """lastTransitionTime moves only when a condition's status changes."""
-    before = {c.get("type"): c for c in previous.get("conditions") or []}
-    for cond in status["conditions"]:
-        old = before.get(cond["type"])
-        same = old is not None and old.get("status") == cond["status"] and old.get("lastTransitionTime")
-        cond["lastTransitionTime"] = old["lastTransitionTime"] if old is not None and same else stamp
-    return status
+def carry_transition_times(status: MultigresShardStatus, previous: Manifest, stamp: str) -> None:
+    """lastTransitionTime moves only when a condition's status changes. `previous` is the status as
+    read from the API server: only each condition's type, status and time are needed, and reading
+    them from the dict spares parsing the whole previous status on every pass."""
+    before = {c.get("type"): c for c in previous.get("conditions") or [] if isinstance(c, dict)}
+    for cond in status.conditions:
+        old = before.get(cond.type) or {}
+        same = old.get("status") == cond.status and old.get("lastTransitionTime")
+        cond.last_transition_time = old["lastTransitionTime"] if same else stamp
+
+
+def _written(status: MultigresShardStatus, previous: Manifest, stamp: str) -> Manifest:
+    """The status as the engine writes it, its transition times carried over from `previous`."""
+    carry_transition_times(status, previous, stamp)
+    return status_to_dict(status)
 
 
 def changed(previous: Manifest | None, status: Manifest) -> bool:
