@@ -22,6 +22,8 @@ from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.spec.model import SwitchoverStatus
+from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from . import cli_help, shard_command
@@ -56,14 +58,18 @@ def _shard(kube: KubeClient, args: argparse.Namespace) -> dict[str, Any]:
     return dict(cr)
 
 
-def _answer(cr: dict[str, Any], before: object) -> dict[str, Any] | None:
+def _shown(cr: dict[str, Any]) -> SwitchoverStatus | None:
+    return ShardReader.of(cr).status.switchover
+
+
+def _answer(cr: dict[str, Any], before: SwitchoverStatus | None) -> SwitchoverStatus | None:
     """status.switchover once it describes this request: the operator removed the annotation and the
     status carries a decision made after the one seen before asking."""
-    shown = (cr.get("status") or {}).get("switchover")
-    if keys.ANN_SWITCHOVER_REQUEST in facts.annotations(cr) or not shown or shown == before:
+    shown = _shown(cr)
+    if keys.ANN_SWITCHOVER_REQUEST in facts.annotations(cr) or shown is None or shown == before:
         return None
     recorded = facts.json_annotation(cr, keys.ANN_SWITCHOVER_STATE) or {}
-    return dict(shown) if shown.get("at") == recorded.get("at") else None
+    return shown if shown.at == recorded.get("at") else None
 
 
 def _drain_line(kube: KubeClient, namespace: str, pod: str) -> str:
@@ -76,7 +82,7 @@ def _drain_line(kube: KubeClient, namespace: str, pod: str) -> str:
     return f"drain of {pod}: {state or 'not started'}" + (f" (blocked: {blocked})" if blocked else "")
 
 
-def _follow(kube: KubeClient, args: argparse.Namespace, before: object, started: float) -> int:
+def _follow(kube: KubeClient, args: argparse.Namespace, before: SwitchoverStatus | None, started: float) -> int:
     said: set[str] = set()
     last = "the operator has not decided (is it running?)"
 
@@ -90,15 +96,14 @@ def _follow(kube: KubeClient, args: argparse.Namespace, before: object, started:
     say("waiting for the operator to decide ...")
     while True:
         answer = _answer(_shard(kube, args), before)
-        if answer is not None and answer.get("state") == "Refused":
-            raise Failure(f"refused: {answer.get('message')}")
-        if answer is not None and answer.get("state") == "Completed":
-            say(f"done in {time.monotonic() - started:.1f}s: {answer.get('from')} -> {answer.get('primary')} "
-                "is the primary")
+        if answer is not None and answer.state == "Refused":
+            raise Failure(f"refused: {answer.message}")
+        if answer is not None and answer.state == "Completed":
+            say(f"done in {time.monotonic() - started:.1f}s: {answer.from_} -> {answer.primary} is the primary")
             return 0
         if answer is not None:
-            say(f"accepted: {answer.get('message')}")
-            say(_drain_line(kube, args.namespace, str(answer.get("from"))))
+            say(f"accepted: {answer.message}")
+            say(_drain_line(kube, args.namespace, str(answer.from_)))
         if time.monotonic() - started > args.timeout:
             raise Failure(f"not done within {args.timeout:g}s: {last}")
         time.sleep(POLL_S)
@@ -115,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     if kube is None:
         return EXIT_CONFIG
     try:
-        before = (_shard(kube, args).get("status") or {}).get("switchover")
+        before = _shown(_shard(kube, args))
         started = time.monotonic()
         body = {"metadata": {"annotations": {keys.ANN_SWITCHOVER_REQUEST: args.to}}}
         shard_command.calling(kube, lambda: kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, args.namespace,

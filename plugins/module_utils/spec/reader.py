@@ -108,7 +108,7 @@ class ShardReader:
         """spec.multigres.version as written (None when left to the default); an unknown version is
         the caller's to report."""
         value = _mapping(self.spec.get("multigres")).get("version")
-        return value or None
+        return str(value) if value else None
 
     @property
     def backup(self) -> Mapping[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.keys import BackupType
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, Pooler
@@ -37,12 +38,8 @@ def read_state(shard: Manifest) -> dict[str, Any]:
 
 def schedules(shard: Manifest) -> dict[BackupType, str]:
     """spec.backup.schedules with the model's defaults for what the CR leaves out."""
-    from ansible_collections.multigres.pools.plugins.module_utils.spec.model import BackupSchedules
-
-    raw = ((shard.get("spec") or {}).get("backup") or {}).get("schedules") or {}
-    try:
-        parsed = BackupSchedules.model_validate(raw)
-    except ValueError:
+    parsed = ShardReader.of(shard).backup_schedules()
+    if parsed is None:
         return {}  # the engine refuses the spec and says why (ConfigurationValid); nothing runs
     return {BackupType.FULL: parsed.full, BackupType.DIFFERENTIAL: parsed.differential}
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 
 from ..dataplane.base import DataPlane, Leadership, Pooler, PoolerId, ShardTopology, match_pod
 from . import podinfo, trust
@@ -107,9 +108,9 @@ class Context:
 
 
 def declared_version(shard: Manifest | None) -> keys.MultigresVersion | None:
-    """`spec.multigres.version` of a MultigresShard, read from the raw object (ValueError if unknown)."""
-    raw = ((shard or {}).get("spec") or {}).get("multigres") or {}
-    value = raw.get("version") if isinstance(raw, dict) else None
+    """`spec.multigres.version` of a MultigresShard, read leniently from the raw object (spec/reader.py),
+    so a spec the engine refuses for another reason still names its adapter (ValueError if unknown)."""
+    value = ShardReader.of(shard).multigres_version
     if not value:
         return None
     try:

@@ -15,6 +15,7 @@ from typing import cast
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 from ansible_collections.multigres.pools.plugins.module_utils.spec import topology_address
+from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 from ansible_collections.multigres.pools.plugins.module_utils.state import drain_annotations, facts
 
 from ..dataplane.base import BackupLocationKind, DatabaseRegistration, PoolerId, ShardTopology
@@ -115,15 +116,14 @@ def shard_topology(tops: list[PodTopology], extra_cells: tuple[str, ...] = ()) -
 
 
 # --- MultigresShard (field names of plugins/module_utils/spec/model.py, camelCase on the wire) ---------
+# Pools, backup settings and the status are read through the engine's lenient readers (spec/reader.py).
 def cr_cells(cr: Manifest) -> tuple[str, ...]:
-    pools = (cr.get("spec") or {}).get("pools") or {}
-    return tuple(sorted({c for pool in pools.values() for c in pool.get("cells") or []}))
+    return ShardReader.of(cr).cells()
 
 
 def cr_pod_list(cr: Manifest | None, field: str) -> set[str]:
     """Every pod name the CR lists in spec.pools.<pool>.<field> (decommission, fenced), all pools."""
-    pools = ((cr or {}).get("spec") or {}).get("pools") or {}
-    return {str(name) for settings in pools.values() for name in (settings or {}).get(field) or []}
+    return ShardReader.of(cr).pods_listed(field)
 
 
 def cr_shard_id(cr: Manifest) -> naming.ShardId:
@@ -169,7 +169,7 @@ def cr_database(cr: Manifest, cells: tuple[str, ...]) -> DatabaseRegistration:
 
 
 def cr_backup_threshold_s(cr: Manifest, default_s: float = 25 * 3600) -> float:
-    text = ((cr.get("spec") or {}).get("backup") or {}).get("healthThreshold")
+    text = ShardReader.of(cr).backup_health_threshold
     return parse_duration(text) if text else default_s
 
 

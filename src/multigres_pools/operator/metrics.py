@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -37,11 +38,11 @@ class ShardConditions(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = self._family()
         for shard in self.source():
-            meta, status = shard.get("metadata") or {}, shard.get("status") or {}
-            for cond in status.get("conditions") or []:
-                value = {"True": 1.0, "False": 0.0}.get(cond.get("status"))
-                if value is not None and cond.get("type"):
-                    family.add_metric([meta.get("namespace", ""), meta.get("name", ""), cond["type"]], value)
+            meta = shard.get("metadata") or {}
+            for cond in ShardReader.of(shard).status.conditions:
+                value = {"True": 1.0, "False": 0.0}.get(cond.status)
+                if value is not None:
+                    family.add_metric([meta.get("namespace", ""), meta.get("name", ""), cond.type], value)
         yield family
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 
 from .. import dataplane
 from ..agent import podinfo
@@ -18,7 +19,7 @@ BACKUPS_LISTED = 100  # era A returns the oldest first and `limit` keeps the old
 
 
 def ask(cr: Manifest, pods: list[Manifest], dial_host: Callable[[str], str] | None, rpc_timeout: float) -> Answers:
-    version = ((cr.get("spec") or {}).get("multigres") or {}).get("version") or keys.DEFAULT_MULTIGRES_VERSION
+    version = ShardReader.of(cr).multigres_version or keys.DEFAULT_MULTIGRES_VERSION
     tops = [t for t in (podinfo.pod_topology(p) for p in pods) if t]
     topo = podinfo.cr_topology(cr) or (podinfo.shard_topology(tops) if tops else None)
     if topo is None:

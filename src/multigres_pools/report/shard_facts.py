@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
-from ansible_collections.multigres.pools.plugins.module_utils.spec import cron
+from ansible_collections.multigres.pools.plugins.module_utils.spec import cron, model
+from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..agent import backup_runner, podinfo
@@ -15,16 +15,16 @@ from .model import BackupRun, Backups, Condition, PodRow, Report
 
 
 def report(cr: Manifest, pods: list[Manifest], now: dt.datetime) -> Report:
-    meta, spec, status = facts.meta(cr), cr.get("spec") or {}, cr.get("status") or {}
-    decommission = podinfo.cr_pod_list(cr, "decommission")
+    shard = ShardReader.of(cr)
+    meta, status = facts.meta(cr), shard.status
+    decommission = shard.pods_listed("decommission")
     return Report(
         shard=facts.name(cr), namespace=str(meta.get("namespace") or ""),
-        version=(spec.get("multigres") or {}).get("version") or keys.DEFAULT_MULTIGRES_VERSION.value,
-        generation=int(meta.get("generation") or 0), observed_generation=status.get("observedGeneration"),
-        phase=status.get("phase") or "", message=status.get("message") or "", observed_at=now,
-        conditions=[Condition(c.get("type", ""), c.get("status", ""), c.get("reason", ""), c.get("message", ""),
-                              facts.parse_time(c.get("lastTransitionTime")))
-                    for c in status.get("conditions") or []],
+        version=shard.multigres_version or keys.DEFAULT_MULTIGRES_VERSION.value,
+        generation=int(meta.get("generation") or 0), observed_generation=status.observed_generation,
+        phase=status.phase or "", message=status.message or "", observed_at=now,
+        conditions=[Condition(c.type, c.status, c.reason or "", c.message or "",
+                              facts.parse_time(c.last_transition_time)) for c in status.conditions],
         pods=sorted((pod_row(p, facts.name(p) in decommission) for p in pods), key=lambda r: (r.pool, r.cell, r.name)),
         backups=backups(cr, now))
 
@@ -51,24 +51,22 @@ def pod_row(pod: Manifest, decommission: bool) -> PodRow:
         terminating=terminating)
 
 
-def _run(raw: Any) -> BackupRun | None:
-    if not isinstance(raw, dict) or not raw:
+def _run(run: model.BackupRun | None) -> BackupRun | None:
+    if run is None:
         return None
-    size = raw.get("sizeBytes")
     return BackupRun(
-        type=str(raw.get("type") or "?"), trigger=str(raw.get("trigger") or "?"), pod=str(raw.get("pod") or "?"),
-        started=facts.parse_time(raw.get("startedAt")), finished=facts.parse_time(raw.get("finishedAt")),
-        force_primary=bool(raw.get("forcePrimary")), backup_id=str(raw.get("backupId") or ""),
-        size_bytes=int(size) if isinstance(size, int | float) else None, error=str(raw.get("error") or ""))
+        type=run.type, trigger=run.trigger, pod=run.pod, started=facts.parse_time(run.started_at),
+        finished=facts.parse_time(run.finished_at), force_primary=run.force_primary, backup_id=run.backup_id or "",
+        size_bytes=run.size_bytes, error=run.error or "")
 
 
 def backups(cr: Manifest, now: dt.datetime) -> Backups:
-    status = cr.get("status") or {}
-    state = status.get("backup") or {}
+    status = ShardReader.of(cr).status
+    state = status.backup or model.BackupStatus()
     due = sorted((cron.next_due(expression, now), str(kind))
                  for kind, expression in backup_runner.schedules(cr).items())
-    return Backups(running=_run(state.get("running")), last=_run(state.get("last")),
-                   waiting=str(state.get("waiting") or ""), next_type=due[0][1] if due else "",
+    return Backups(running=_run(state.running), last=_run(state.last),
+                   waiting=state.waiting or "", next_type=due[0][1] if due else "",
                    next_at=due[0][0] if due else None,
-                   newest_complete_at=facts.parse_time(status.get("lastBackupTime")),
-                   newest_complete_type=str(status.get("lastBackupType") or ""))
+                   newest_complete_at=facts.parse_time(status.last_backup_time),
+                   newest_complete_type=status.last_backup_type or "")
