@@ -938,8 +938,9 @@ class MultigresShardStatus(BaseModel):
         default=None, alias="observedGeneration",
         description="The metadata.generation the engine last acted on (or refused); status describes that spec.")
     phase: Literal["Initializing", "Progressing", "Healthy", "Degraded", "Unknown"] | None = Field(
-        default=None, description="Healthy: every pod ready and nothing to do; Progressing: actions or waits pending; "
-                          "Degraded: refused spec, crash loop or an empty pool.")
+        default=None,
+        description="Healthy: every pod ready and nothing to do; Progressing: actions or waits pending; "
+                    "Degraded: refused spec, crash loop or an empty pool.")
     message: str | None = Field(
         default=None, description="One line: the refusal, what the engine waits for, or pods ready.")
     ready_replicas: int | None = Field(
@@ -964,11 +965,13 @@ class MultigresShardStatus(BaseModel):
         default=None,
         description="Scheduled and requested base backups run by the agent (docs/operations.md, \"Backups\").")
     restore: RestoreStatus | None = Field(
-        default=None, description="The pool pods' restore from the backup repository (docs/operations.md, "
-                          "\"Disaster recovery\").")
+        default=None,
+        description="The pool pods' restore from the backup repository (docs/operations.md, "
+                    "\"Disaster recovery\").")
     switchover: SwitchoverStatus | None = Field(
-        default=None, description=f"The last request to move the primary away ({keys.ANN_SWITCHOVER_REQUEST}; "
-                          "docs/operations.md, \"Move the primary\").")
+        default=None,
+        description=f"The last request to move the primary away ({keys.ANN_SWITCHOVER_REQUEST}; "
+                    "docs/operations.md, \"Move the primary\").")
     pgbackrest_tls: PgBackRestTLSStatus | None = Field(
         default=None, alias="pgbackrestTLS",
         description="pgbackrestTLS.mode auto: the generated certificate and CA, when they expire and when the "

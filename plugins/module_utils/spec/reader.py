@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from ..requirements_guard import runtime_requirements
 
-from .model import BackupSchedules, Condition, MultigresShardStatus
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from pydantic import BaseModel, ValidationError
 
-M = TypeVar("M", bound=BaseModel)
+    from .model import BackupSchedules, Condition, MultigresShardStatus
+
+    M = TypeVar("M", bound=BaseModel)
 
 
 def parse(model: type[M], data: object) -> M | None:
@@ -40,12 +43,11 @@ def read_status(raw: object) -> MultigresShardStatus:
     """status as the typed model; a field or a condition that does not fit is left out (an empty
     status when nothing does), so one odd field hides only itself."""
     data = dict(_mapping(raw))
-    for _ in range(2):  # the second pass only sees data the first pass's errors did not name
-        try:
-            return MultigresShardStatus.model_validate(data, strict=True)
-        except ValidationError as exc:
-            data = _without(data, exc)
-    return MultigresShardStatus()
+    try:
+        return MultigresShardStatus.model_validate(data, strict=True)
+    except ValidationError as exc:
+        rest = _without(data, exc)
+    return parse(MultigresShardStatus, rest) or MultigresShardStatus()
 
 
 def _without(data: dict[str, Any], exc: ValidationError) -> dict[str, Any]:

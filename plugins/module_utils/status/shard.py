@@ -31,20 +31,23 @@ from ..core.manifest import Manifest
 from ..plan import tls_policy
 from ..plan.actions import Action, event
 from ..plan.shard import Plan
-from ..spec import reader
-from ..spec.model import (
-    BackupStatus,
-    Condition,
-    MultigresShardStatus,
-    PgBackRestTLSStatus,
-    RestoreStatus,
-    SwitchoverStatus,
-    status_to_dict,
-)
+from ..requirements_guard import runtime_requirements
 from ..state import bootstrap, drain_annotations, facts, ownership
 from ..state.desired import Desired
 from ..state.observed import Observed
 from . import fencing, pod_stuck, stalls
+
+with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
+    from ..spec import reader
+    from ..spec.model import (
+        BackupStatus,
+        Condition,
+        MultigresShardStatus,
+        PgBackRestTLSStatus,
+        RestoreStatus,
+        SwitchoverStatus,
+        status_to_dict,
+    )
 
 C = keys.ShardCondition
 Phase = Literal["Progressing", "Healthy", "Degraded"]  # the phases the engine writes (model: MultigresShardStatus)
