@@ -50,6 +50,11 @@ def read_status(raw: object) -> MultigresShardStatus:
     return parse(MultigresShardStatus, rest) or MultigresShardStatus()
 
 
+def condition(status: MultigresShardStatus, ctype: str) -> Condition | None:
+    """The condition of type `ctype` (kstatus keeps one per type)."""
+    return next((c for c in status.conditions if c.type == ctype), None)
+
+
 def _without(data: dict[str, Any], exc: ValidationError) -> dict[str, Any]:
     """`data` less what `exc` names: a whole field, or single entries of `conditions`."""
     fields, conditions = set(), set()
@@ -134,7 +139,7 @@ class ShardReader:
         return read_status(self.raw.get("status"))
 
     def condition(self, ctype: str) -> Condition | None:
-        return next((c for c in self.status.conditions if c.type == ctype), None)
+        return condition(self.status, ctype)
 
 
 def _pool(name: str, pool: Mapping[str, Any]) -> PoolReading:

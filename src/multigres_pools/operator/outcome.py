@@ -20,6 +20,7 @@ from typing import Any
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile import task_result
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile.task_result import TaskResult
+from ansible_collections.multigres.pools.plugins.module_utils.spec import reader
 
 
 class Result(StrEnum):
@@ -40,19 +41,11 @@ class Outcome:
     status_written: bool = False
 
 
-def _condition(status: Mapping[str, Any] | None, ctype: str) -> Mapping[str, Any] | None:
-    conditions: list[Mapping[str, Any]] = (status or {}).get("conditions") or []
-    for cond in conditions:
-        if cond.get("type") == ctype:
-            return cond
-    return None
-
-
 def _validation_message(res: TaskResult) -> tuple[str, bool] | None:
     """(message, status already written) if `res` reports an invalid spec, else None."""
-    cond = _condition(res["status"], keys.ShardCondition.CONFIGURATION_VALID)
-    if cond is not None and cond.get("status") == "False":
-        return str(cond.get("message") or res["msg"] or "invalid spec"), True
+    cond = reader.condition(reader.read_status(res["status"]), keys.ShardCondition.CONFIGURATION_VALID)
+    if cond is not None and cond.status == "False":
+        return cond.message or res["msg"] or "invalid spec", True
     if res["failed"] and res["errors"]:
         return "; ".join(res["errors"]), False
     return None
