@@ -1,8 +1,11 @@
 """The prose docs say only what the code defines: no placeholder left in them, no annotation or
-label key that core/keys.py does not spell, no drain state that keys.DrainState does not have."""
+label key that core/keys.py does not spell, no drain state that keys.DrainState does not have, and
+no file of ours that is not there (a module moved or renamed leaves its old path in the prose)."""
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from pathlib import Path
 
@@ -24,6 +27,39 @@ STATE_TOKEN = r"[a-z][a-z-]*"
 STATE_VALUE = re.compile(rf"{re.escape(keys.ANN_DRAIN_STATE)}(?:=|:\s+)({STATE_TOKEN})")
 TRANSITION = re.compile(rf"`({STATE_TOKEN}(?:\s*(?:→|->)\s*{STATE_TOKEN})+)`")
 DRAIN_IN = re.compile(rf"\bdrain (?:is |in |from |to |back to |state )`({STATE_TOKEN})`")
+
+
+# A backticked file name: `kube/apply.py`, `status.py`, `gitops/flux/shards.yaml`.
+FILE = re.compile(r"`([A-Za-z0-9_./-]+\.(?:py|yml|yaml|lua|sh|toml|json|cfg))`")
+# Files named under a folder of ours must exist; other folders (upstream Multigres' `go/...`, a user's
+# `shards/...`) are not ours to check.
+SOURCE_ROOTS = (REPO / "plugins" / "module_utils", REPO / "src" / "multigres_pools")
+
+
+@functools.cache
+def our_files() -> tuple[frozenset[str], frozenset[str]]:
+    """Every file of the checkout by its path from the root (hidden folders and caches left out),
+    and the names of our top-level and source folders a doc may start a path with."""
+    paths = set()
+    for top, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        paths.update(str(Path(top, f).relative_to(REPO)) for f in files)
+    folders = {p.split("/", 1)[0] for p in paths if "/" in p}
+    for root in SOURCE_ROOTS:
+        folders.update(str(d.relative_to(root)) for d in root.rglob("*") if d.is_dir() and d.name != "__pycache__")
+    return frozenset(paths), frozenset(folders)
+
+
+def missing_files(text: str) -> list[str]:
+    """Backticked files of ours that no file's path ends with: a path under one of our folders, or a
+    bare Python module name."""
+    paths, folders = our_files()
+    out = []
+    for name in FILE.findall(text):
+        ours = name.split("/", 1)[0] in folders if "/" in name else name.endswith(".py") and name[0] != "_"
+        if ours and name not in paths and not any(p.endswith("/" + name) for p in paths):
+            out.append(name)
+    return out
 
 
 def known_keys() -> set[str]:
@@ -52,7 +88,8 @@ def unknown_drain_states(text: str) -> list[str]:
 def problems(text: str) -> list[str]:
     return ([f"placeholder {p}" for p in placeholders(text)]
             + [f"key {k} not in core/keys.py" for k in unknown_keys(text, known_keys())]
-            + [f"drain state {s} not in keys.DrainState" for s in unknown_drain_states(text)])
+            + [f"drain state {s} not in keys.DrainState" for s in unknown_drain_states(text)]
+            + [f"file {f} not in the checkout" for f in missing_files(text)])
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
@@ -64,12 +101,13 @@ def test_the_checks_catch_what_they_are_for() -> None:
     text = ("Where the seconds go:\nPHASES_PLACEHOLDER\nTBD.\n"
             "`pools.multigres.com/no-such-key` and `multigres.com/rolez`; "
             "`drain.multigres.com/state=external-deletion`, `requested → external-deletion`, "
-            "a drain in `stuck`.")
+            "a drain in `stuck`; `plan.py` and `operator/watch.py` moved.")
     assert problems(text) == [
         "placeholder PHASES_PLACEHOLDER", "placeholder TBD",
         "key pools.multigres.com/no-such-key not in core/keys.py", "key multigres.com/rolez not in core/keys.py",
         "drain state external-deletion not in keys.DrainState", "drain state stuck not in keys.DrainState",
         "drain state external-deletion not in keys.DrainState",
+        "file plan.py not in the checkout", "file operator/watch.py not in the checkout",
     ]
 
 
@@ -77,5 +115,7 @@ def test_what_is_not_a_key_or_a_state_passes() -> None:
     text = ("`pools.multigres.com/v1alpha1`, `pools.multigres.com/MultigresShard`, `drain.multigres.com/*`, "
             "`multigres.com/{cluster,pool}`, https://multigres.com/docs, "
             "`kubectl annotate mgs demo pools.multigres.com/paused-`, `3 -> 2`, `scale-up → scale-down`, "
-            "`acknowledged -> draining`, drain in `requested`, TODOS and todo.")
+            "`acknowledged -> draining`, drain in `requested`, TODOS and todo; `kube/apply.py`, `shard.py`, "
+            "`src/multigres_pools/watch.py`, `go/services/multipooler/manager/rpc_backup.go`, `shards/play.yml`, "
+            "`_pb2.py`, `image.json`.")
     assert problems(text) == []
