@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from multigres_pools.playground.faults import freeze_netns, partition_netns, stopped_pids, tables
+from multigres_pools.playground.faults import freeze_netns, netns_pids, partition_netns, stopped_pids, tables
 from multigres_pools.playground.localstack import free_port, wait_for
 from multigres_pools.playground.podnet import ip, kill_netns_processes
 
@@ -46,7 +46,9 @@ def connects(netns: str, port: int) -> bool:
 def test_a_frozen_namespace_is_thawed_when_the_test_fails(netns: str) -> None:
     sleeper = subprocess.Popen(in_netns(netns, "sleep", "300"))
     try:
-        wait_for(lambda: not stopped_pids(netns) and sleeper.poll() is None, 10, "the sleeper to run")
+        # In the namespace: `ip netns exec` joins it a moment after Popen returns.
+        wait_for(lambda: sleeper.pid in netns_pids(netns) and not stopped_pids(netns) and sleeper.poll() is None,
+                 10, "the sleeper to run in the namespace")
         with pytest.raises(FailedMidFault), freeze_netns(netns) as frozen:
             assert sleeper.pid in frozen
             wait_for(lambda: stopped_pids(netns) == [sleeper.pid], 10, "the sleeper to stop")
