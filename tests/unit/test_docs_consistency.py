@@ -5,8 +5,8 @@ no file of ours that is not there (a module moved or renamed leaves its old path
 from __future__ import annotations
 
 import functools
-import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -33,21 +33,21 @@ DRAIN_IN = re.compile(rf"\bdrain (?:is |in |from |to |back to |state )`({STATE_T
 FILE = re.compile(r"`([A-Za-z0-9_./-]+\.(?:py|yml|yaml|lua|sh|toml|json|cfg))`")
 # Files named under a folder of ours must exist; other folders (upstream Multigres' `go/...`, a user's
 # `shards/...`) are not ours to check.
-SOURCE_ROOTS = (REPO / "plugins" / "module_utils", REPO / "src" / "multigres_pools")
+SOURCE_ROOTS = ("plugins/module_utils/", "src/multigres_pools/")
 
 
 @functools.cache
 def our_files() -> tuple[frozenset[str], frozenset[str]]:
-    """Every file of the checkout by its path from the root (hidden folders and caches left out),
-    and the names of our top-level and source folders a doc may start a path with."""
-    paths = set()
-    for top, dirs, files in os.walk(REPO):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
-        paths.update(str(Path(top, f).relative_to(REPO)) for f in files)
+    """Every file of the checkout by its path from the root, as git sees it (tracked, or new and not
+    ignored: a build/ copy of old sources must not make a stale name look present), and the folders
+    a doc may start a path of ours with: the top-level ones and those right under a source root."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    paths = frozenset(listed)
     folders = {p.split("/", 1)[0] for p in paths if "/" in p}
     for root in SOURCE_ROOTS:
-        folders.update(str(d.relative_to(root)) for d in root.rglob("*") if d.is_dir() and d.name != "__pycache__")
-    return frozenset(paths), frozenset(folders)
+        folders.update(p[len(root):].split("/", 1)[0] for p in paths if p.startswith(root) and "/" in p[len(root):])
+    return paths, frozenset(folders)
 
 
 def missing_files(text: str) -> list[str]:
