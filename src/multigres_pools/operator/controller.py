@@ -172,6 +172,7 @@ class Controller:
                     background: bool = False) -> None:
         key = self.router.child_event(kind, event_type, body)
         if key is not None and self.router.knows(key):
+            log.debug("%s %s %s: reconciling %s/%s", kind, event_type, (body.get("metadata") or {}).get("name"), *key)
             self.queue.add(key, background=background)
 
     def abort(self) -> None:
@@ -267,6 +268,7 @@ class Controller:
                               warm: WarmRun | None = None) -> dict[ShardKey, Outcome]:
         """Decide every shard in process; hand those with work to one playbook run. Returns each
         shard's outcome; `warm` is used if given (the caller must then replace it)."""
+        log.debug("deciding %s", ", ".join(f"{ns}/{name}" for ns, name in keys))
         verdicts = await asyncio.to_thread(self._decide, keys, self.queue.now())
         outcomes: dict[ShardKey, Outcome] = {}
         to_run: list[ShardKey] = []
@@ -332,6 +334,9 @@ class Controller:
             # One line per playbook pass; the end-to-end test reads these to prove what one pass did.
             log.info("reconciled %s/%s: %s in %.2fs; actions: %s", namespace, name, outcome.result.value,
                      report.duration, action_summary(report.module_result))
+            if report.start_overhead is not None:
+                log.debug("%s/%s: the pass's task started %.2fs into its %.2fs", namespace, name,
+                          report.start_overhead, report.duration)
         return await self._settle(key, outcome)
 
     async def _settle(self, key: ShardKey, outcome: Outcome) -> Outcome:
