@@ -5,6 +5,8 @@ whether each shard runs alone or in a batch with others."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,8 @@ def cr(name: str, generation: int = 1) -> dict:
 
 
 @pytest.mark.parametrize("batch_size", [1, 3])
-def test_scheduling_by_outcome(tmp_path: Path, batch_size: int) -> None:
+def test_scheduling_by_outcome(tmp_path: Path, batch_size: int, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="multigres_pools.operator.controller")
     batches: list[list[str]] = []
     reported: list[tuple[str, str, str]] = []
     runs: list[tuple[str, Result]] = []
@@ -93,6 +96,10 @@ def test_scheduling_by_outcome(tmp_path: Path, batch_size: int) -> None:
               if s.name == "multigres_pools_operator_reconciles_total"}
     assert counts["error"] == 1 and counts["invalid"] == 2 and counts["progressing"] >= 2
     assert samples["multigres_pools_operator_runner_start_overhead_seconds_count"] == len(runs)
+    # At DEBUG, each pass says where its time went: when its task started, within the pass.
+    starts = [m for r in caplog.records
+              if (m := re.search(r"the pass's task started ([0-9.]+)s into its ([0-9.]+)s", r.getMessage()))]
+    assert len(starts) == len(runs) and all(float(m[1]) <= float(m[2]) for m in starts), starts
     assert max(len(b) for b in batches) <= batch_size
     if batch_size > 1:  # the three shards were due together: the first run took them all
         assert sorted(batches[0]) == ["boom", "unparsable", "waiting"], batches
