@@ -21,13 +21,16 @@ import datetime as dt
 import http.client
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 
 from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, KubeError
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from .. import cli_help, shard_command
+from ..cli_guard import EXIT_INTERRUPTED
 from ..podaddress import pod_address, pod_address_unless_resolvable
 from ..shard_command import EXIT_CONFIG, Failure
 from . import as_json, colour, screen
@@ -106,16 +109,54 @@ def _show(report: Report, args: argparse.Namespace, paint: colour.Paint) -> str:
     return as_json.render(report) if args.output == "json" else screen.render(report, width=_width(), paint=paint)
 
 
+class _CtrlC:
+    """SIGINT while --watch runs: the first ends the watch once the round in hand is answered (each
+    call gives up after --rpc-timeout), a later one ends the command at once (130).
+
+    Never a KeyboardInterrupt: raised at an arbitrary point it can land in a library's finalizer,
+    which swallows it ("Exception ignored in ...") and the watch runs on forever. Two signals within
+    SAME_PRESS_S are one Ctrl-C: `timeout -s INT` and some supervisors send it to the process and
+    again to its process group."""
+
+    SAME_PRESS_S = 0.5
+
+    def __init__(self) -> None:
+        self.pressed = threading.Event()
+        self._first = 0.0
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.pressed.is_set():
+            self._first = time.monotonic()
+            self.pressed.set()
+        elif time.monotonic() - self._first > self.SAME_PRESS_S:
+            os.write(2, f"\n{PROG}: interrupted\n".encode())
+            os._exit(EXIT_INTERRUPTED)  # the user insists: do not wait for the calls in flight
+
+
 def _watch(kube: KubeClient, args: argparse.Namespace, paint: colour.Paint) -> int:
+    ctrl_c = _CtrlC()
+    signal.signal(signal.SIGINT, ctrl_c)
+    try:
+        _redraw(kube, args, paint, ctrl_c.pressed)
+    finally:
+        # Done: a late copy of the same Ctrl-C must not kill the exit (Python restores the default
+        # action while it shuts down).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return 0  # Ctrl-C is how --watch ends
+
+
+def _redraw(kube: KubeClient, args: argparse.Namespace, paint: colour.Paint, stop: threading.Event) -> None:
     redraw = args.output == "text" and sys.stdout.isatty()
     first = True
-    while True:
+    while not stop.is_set():
         try:
             body = _show(_report(kube, args), args, paint)
         except Failure as failure:
             if failure.code == EXIT_CONFIG:
                 raise
             body = f"{PROG}: {failure.message}\n"  # the cluster may come back: keep watching
+        if stop.is_set():
+            return  # Ctrl-C came during the round: the screen already shown stays the last one
         if redraw:
             stamp = facts.format_time(dt.datetime.now(dt.UTC))
             sys.stdout.write(f"{CLEAR}{body}\nevery {args.watch:g}s until Ctrl-C · {stamp}\n")
@@ -123,7 +164,7 @@ def _watch(kube: KubeClient, args: argparse.Namespace, paint: colour.Paint) -> i
             sys.stdout.write(("" if first else "\n") + body)
         sys.stdout.flush()
         first = False
-        time.sleep(args.watch)
+        stop.wait(args.watch)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,10 +184,6 @@ def main(argv: list[str] | None = None) -> int:
     except Failure as failure:
         print(f"{PROG}: {failure.message}", file=sys.stderr)
         return failure.code
-    except KeyboardInterrupt:
-        if args.watch is None:
-            raise  # interrupted: the CLI's last word (cli_guard) says so
-        return 0  # Ctrl-C is how --watch ends
     finally:
         kube.close()
 

@@ -94,3 +94,58 @@ def test_a_reader_that_stops_reading_ends_watch_with_141_and_no_message(refused)
     proc.stdout.close()  # as `| head -1` does
     assert proc.wait(timeout=30) == 141
     assert proc.stderr.read() == ""
+
+
+@pytest.fixture
+def silent(tmp_path: Path) -> Iterator[Path]:
+    """A kubeconfig whose API server accepts connections and never answers: a round that hangs."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        config = tmp_path / "kubeconfig"
+        config.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{s.getsockname()[1]}'}}}}]\n"
+            "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n")
+        yield config
+
+
+def _ctrl_c_as_timeout_sends_it(proc: subprocess.Popen[bytes]) -> None:
+    """`timeout -s INT` signals its child, then the child's whole process group: two SIGINTs."""
+    proc.send_signal(signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.13, 0.21, 0.34, 0.55, 0.89])
+def test_ctrl_c_sent_twice_at_once_ends_watch_with_0_whenever_it_lands(refused, tmp_path, delay: float) -> None:
+    # A KeyboardInterrupt raised inside a library's finalizer used to be swallowed (the watch went on
+    # forever), and a late second copy killed the exit (130): each delay lands at another moment.
+    shown = tmp_path / "shown"
+    with shown.open("wb") as out:  # a file, not a pipe: a full pipe nobody reads would block the watch
+        proc = subprocess.Popen([*CLI, "status", "play", "--watch", "0.05", "--kubeconfig", str(refused)],
+                                stdout=out, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while b"cannot reach the API server" not in shown.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.05)  # watching
+        time.sleep(delay)
+        _ctrl_c_as_timeout_sends_it(proc)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+    assert proc.stderr is not None and proc.stderr.read() == b""
+
+
+def test_ctrl_c_waits_for_the_round_and_a_second_one_ends_it_at_once(silent) -> None:
+    proc = subprocess.Popen([*CLI, "status", "play", "--watch", "--kubeconfig", str(silent)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        time.sleep(3)  # started, and asking an API server that never answers
+        _ctrl_c_as_timeout_sends_it(proc)
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.5)  # one Ctrl-C (sent twice): the round in hand is answered first
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 130
+    finally:
+        proc.kill()
+    assert proc.stderr is not None and proc.stderr.read().decode() == "\nmultigres-pools status: interrupted\n"
