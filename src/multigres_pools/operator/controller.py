@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import random
 import shutil
@@ -21,7 +22,9 @@ from typing import Any, Protocol, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Decision, Request, execute
 from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..watch import Kind
 from . import artifacts
@@ -283,10 +286,30 @@ class Controller:
             else:
                 assert verdict.outcome is not None
                 log.debug("decided %s/%s in process: %s", *key, verdict.outcome.result.value)
-                outcomes[key] = await self._settle(key, verdict.outcome)
+                outcome = verdict.outcome
+                if verdict.status is not None:
+                    outcome = await self._write_status(key, verdict.status, outcome)
+                outcomes[key] = await self._settle(key, outcome)
         if to_run:
             outcomes.update(await self._run(to_run, verdicts, forks, warm))
         return outcomes
+
+    async def _write_status(self, key: ShardKey, decision: Decision, outcome: Outcome) -> Outcome:
+        """Carry out a status-only decision here, as the module would have (decide.py); the write is
+        made only while this instance is the leader, as a run would be started only then."""
+        if self._cancel.is_set() or not self.may_write():
+            return Outcome(Result.CANCELED, "status not written: this instance's leadership is in doubt")
+        namespace, name = key
+        request = Request(namespace=namespace, name=name, policy=self.settings.policy)
+        stamp = facts.format_time(decision.now or dt.datetime.now(dt.UTC))
+        try:
+            # live() inside the thread: each thread has its own client (CacheView).
+            await asyncio.to_thread(lambda: execute(self.view.live(), request, decision, stamp))
+        except Exception as exc:  # the API server refused or is unreachable: retried with backoff
+            return Outcome(Result.ERROR, f"status write failed: {exc}")
+        self.metrics.status_writes.inc()
+        log.info("wrote the status of %s/%s in process: %s", namespace, name, _status_summary(decision))
+        return outcome
 
     async def _run(self, keys: list[ShardKey], verdicts: Mapping[ShardKey, Verdict | None], forks: int | None,
                    warm: WarmRun | None) -> dict[ShardKey, Outcome]:
@@ -369,6 +392,13 @@ class Controller:
                 self.queue.add(key, delay=delay)
             case Result.CANCELED:
                 pass
+
+
+def _status_summary(decision: Decision) -> str:
+    """The phase and the conditions that are not True, as the status now says."""
+    status = decision.status or {}
+    waiting = [c.get("type", "?") for c in status.get("conditions") or [] if c.get("status") != "True"]
+    return f"phase {status.get('phase', '?')}" + (f"; not true: {', '.join(waiting)}" if waiting else "")
 
 
 def _key(body: Mapping[str, Any]) -> ShardKey:

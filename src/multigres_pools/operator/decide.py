@@ -1,12 +1,16 @@
 """The in-process half of a reconcile: run the engine's `decide` on the watch caches and tell
 whether the shard needs a playbook run at all.
 
-A shard needs a run when its plan has an action or its status would change (status writes are
-writes: they go through the playbook like any other), or when its periodic full check is due.
-Otherwise the pass ends here, with zero requests to the API server and no process started, and
-its outcome (converged, progressing with a requeue, invalid) is the one the module would have
-returned. When a run is needed, the list answers the decision read are written to a snapshot that
-the module replays, so the run does not list the shard's objects again.
+A shard needs a run when its plan has an action, when its spec is refused, or when its periodic
+full check is due. Otherwise the pass ends here, with no process started, and its outcome
+(converged, progressing with a requeue) is the one the module would have returned. When only the
+status would change (a pod turned Ready, the agent moved a drain on), the verdict carries the
+decision and the operator writes that status itself (`reconcile.shard.execute`: the same status
+server-side-applied with the same field manager, and the same transition events): the playbook
+would compute it from the same snapshot and write the same bytes, after an ansible-playbook
+start-up that is most of a pass's CPU, and in a roll it held up the pass that deletes the next
+drained pod by seconds. When a run is needed, the list answers the decision read are written to
+a snapshot that the module replays, so the run does not list the shard's objects again.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ansible_collections.multigres.pools.plugins.module_utils.kube import snapshot
-from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, decide
+from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Decision, Request, decide
 from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import SpecPolicy
 
 from .cache import CacheView
@@ -32,9 +36,11 @@ log = logging.getLogger(__name__)
 class Verdict:
     key: ShardKey
     run: bool
-    # Why a run is needed ("actions", "status", "full check", "decision failed"), or "no-op".
+    # Why a run is needed ("actions", "invalid", "full check", "decision failed"), or not: "status"
+    # (the operator writes it, `status`), "no-op".
     reason: str
     outcome: Outcome | None = None  # the pass's outcome when no run is needed
+    status: Decision | None = None  # a status-only decision the operator carries out itself
     snapshot: Path | None = None  # what the run replays; None: it lists live
     plan: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -67,9 +73,14 @@ def decide_shard(view: CacheView, key: ShardKey, snapshot_dir: Path, *, full_che
     plan = decision.result.plan
     if full_check:
         return Verdict(key, True, "full check", plan=plan, seconds=time.perf_counter() - started)
-    if decision.writes:
-        reason = "actions" if decision.plan is not None and decision.plan.actions and not decision.invalid else "status"
+    actions = decision.plan is not None and bool(decision.plan.actions) and not decision.invalid
+    if actions or (decision.writes and decision.invalid):
+        # A refused spec goes to the playbook too: its run reports the refusal (the module's failure).
         path = recorder.write(snapshot_dir / f"{namespace}.{name}.json")
-        return Verdict(key, True, reason, snapshot=path, plan=plan, seconds=time.perf_counter() - started)
+        return Verdict(key, True, "actions" if actions else "invalid", snapshot=path, plan=plan,
+                       seconds=time.perf_counter() - started)
     outcome = _outcome(decision.result.errors, decision.invalid, decision.result.requeue_after)
+    if decision.writes:
+        return Verdict(key, False, "status", outcome=outcome, status=decision, plan=plan,
+                       seconds=time.perf_counter() - started)
     return Verdict(key, False, "no-op", outcome=outcome, plan=plan, seconds=time.perf_counter() - started)

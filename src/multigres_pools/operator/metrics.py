@@ -69,8 +69,12 @@ class Metrics:
         self.concurrency = Gauge("multigres_pools_operator_max_concurrent_reconciles",
                                  "Concurrency limit derived from the container CPU limit.", registry=r)
         self.decisions = Counter("multigres_pools_operator_decisions_total",
-                                 "In-process decisions by verdict: no-op (no run), or why a playbook run was "
-                                 "needed (actions, status, full check, decision failed).", ["verdict"], registry=r)
+                                 "In-process decisions by verdict: no-op (nothing to write), status (the "
+                                 "operator writes the status itself), or why a playbook run was needed "
+                                 "(actions, invalid, full check, decision failed).", ["verdict"], registry=r)
+        self.status_writes = Counter("multigres_pools_operator_status_writes_total",
+                                     "Status-only decisions the operator wrote itself, without a playbook run.",
+                                     registry=r)
         self.decision_duration = Histogram("multigres_pools_operator_decision_duration_seconds",
                                            "Seconds one in-process decision (render, plan, status) took.",
                                            buckets=_DECISION_BUCKETS, registry=r)

@@ -85,7 +85,7 @@ def converge(cache: Cache, tmp_path: Path, rounds: int = 5) -> None:
     for _ in range(rounds):
         verdict = decide_shard(view(cache), (NS, NAME), tmp_path, now=NOW)
         assert verdict is not None
-        if not verdict.run:
+        if not verdict.run and verdict.status is None:
             return
         from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, decide
         decision = decide(view(cache), Request(namespace=NS, name=NAME), cache.shard((NS, NAME)), NOW)
@@ -130,13 +130,17 @@ def test_a_converged_shard_is_decided_from_memory_with_no_run(tmp_path: Path) ->
     assert everything(cache) == before  # the decision modified no cached object
     assert not list(quiet.iterdir())  # no snapshot written for a no-op
 
-    # A status the playbook must refresh without any action (the generation moved, the spec did
-    # not change in effect) is a write: a run.
+    # A status to refresh without any action (the generation moved, the spec did not change in
+    # effect) is written by the operator itself: no run, no snapshot, the decision to carry out.
     cr = cache.shard((NS, NAME))
     bumped = deep_merge(cr, {"metadata": {"generation": 2}})
     cache.apply(SHARD, "MODIFIED", bumped, cr)
-    verdict = decide_shard(view(cache), (NS, NAME), tmp_path, now=NOW)
-    assert verdict is not None and verdict.run and verdict.reason == "status"
+    verdict = decide_shard(view(cache), (NS, NAME), quiet, now=NOW)
+    assert verdict is not None and not verdict.run and verdict.reason == "status" and verdict.snapshot is None
+    assert verdict.status is not None and verdict.status.status is not None
+    assert verdict.status.status["observedGeneration"] == 2
+    assert verdict.status.plan is not None and not verdict.status.plan.actions
+    assert not list(quiet.iterdir())
 
     # A periodic full check runs the playbook even for a no-op, without a snapshot (it lists live).
     converge(cache, tmp_path)
@@ -149,7 +153,8 @@ def test_an_invalid_spec_runs_once_to_write_its_status_then_waits(tmp_path: Path
     bad = shard(spec={"clusterName": NAME, "pools": {"main": {"cells": ["z1"], "replicasPerCell": 0}}})
     cache.apply(SHARD, "ADDED", bad, None)
     verdict = decide_shard(view(cache), (NS, NAME), tmp_path, now=NOW)
-    assert verdict is not None and verdict.run and verdict.reason == "status"
+    # A refused spec runs: the playbook's failure is how the refusal is reported.
+    assert verdict is not None and verdict.run and verdict.reason == "invalid" and verdict.status is None
     from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, decide
     decision = decide(view(cache), Request(namespace=NS, name=NAME), bad, NOW)
     assert decision.invalid and decision.status is not None
