@@ -289,6 +289,7 @@ class Controller:
                 outcome = verdict.outcome
                 if verdict.status is not None:
                     outcome = await self._write_status(key, verdict.status, outcome)
+                    verdict.status = None  # the decision holds rendered objects: not kept per shard
                 outcomes[key] = await self._settle(key, outcome)
         if to_run:
             outcomes.update(await self._run(to_run, verdicts, forks, warm))
