@@ -18,7 +18,7 @@ import datetime as dt
 import os
 import secrets
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core import keys
@@ -74,10 +74,27 @@ class Applier:
             return Outcome(action, *self._send(action))
         except KubeError as exc:
             if exc.status == 409:
+                again = self._still_wanted(action)
+                if again is not None:
+                    return self._one(again)
                 return Outcome(action, "conflict", f"changed since it was read; replanned next pass ({exc.message})")
             if exc.status == 404:
                 return Outcome(action, "gone", "already gone")
             return Outcome(action, "failed", exc.message)
+
+    def _still_wanted(self, action: Action) -> Action | None:
+        """A delete refused because its object changed: the same delete against the object as it is
+        now, if it is the same object, not terminating, and its `still_annotated` reasons hold. Once:
+        the retry carries the new resourceVersion and no reasons, so another change is a conflict."""
+        if action.verb is not Verb.DELETE or not action.still_annotated:
+            return None
+        live = self.client.get(action.api_version, action.kind, self.namespace, action.name)
+        if live is None or facts.uid(live) != action.uid or facts.is_terminating(live):
+            return None
+        if any(facts.annotations(live).get(k) != v for k, v in action.still_annotated):
+            return None
+        return replace(action, resource_version=live["metadata"].get("resourceVersion"),
+                                   still_annotated=())
 
     def _send(self, action: Action) -> tuple[str, str, Manifest | None]:
         ns = None if action.kind == "Namespace" else self.namespace

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -50,6 +51,10 @@ class Action:
     # Events only: Normal or Warning, and the event's reason (CamelCase).
     event_type: str | None = None
     event_reason: str | None = None
+    # Deletes only: the annotations that are the reason for the delete. When the object changed
+    # since it was read (409), it is read again and deleted if these still hold: a kubelet's status
+    # update does not undo a finished drain, and a replan would cost a whole pass.
+    still_annotated: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
         if self.verb is Verb.EVENT:
@@ -83,10 +88,10 @@ def unfinalize(live: Manifest, finalizer: str, reason: str, phase: Phase) -> Act
                   {"finalizer": finalizer, "finalizers": list(md.get("finalizers") or [])}, md.get("uid"))
 
 
-def delete(live: Manifest, reason: str, phase: Phase) -> Action:
+def delete(live: Manifest, reason: str, phase: Phase, *, still_annotated: Mapping[str, str] | None = None) -> Action:
     md = live["metadata"]
     return Action(Verb.DELETE, live["kind"], md["name"], reason, phase, live.get("apiVersion", "v1"), None,
-                  md.get("uid"), md.get("resourceVersion"))
+                  md.get("uid"), md.get("resourceVersion"), still_annotated=tuple((still_annotated or {}).items()))
 
 
 def prune(live: Manifest, reason: str) -> Action:

@@ -124,7 +124,9 @@ class PoolPlanner:
             if pod.drain_state == keys.DrainState.READY_FOR_DELETION:
                 if not pod.terminating:
                     done = f"drain complete ({pod.drain_reason or 'no reason recorded'}), the agent unregistered it"
-                    self.out.add([actions.delete(pod.obj, f"delete pod {pod.name}: {done}", Phase.DELETE_POD)])
+                    ready = {keys.ANN_DRAIN_STATE: str(keys.DrainState.READY_FOR_DELETION)}
+                    self.out.add([actions.delete(pod.obj, f"delete pod {pod.name}: {done}", Phase.DELETE_POD,
+                                                 still_annotated=ready)])
                 else:
                     self.out.wait(f"pod {pod.name} is terminating; the agent removes its finalizer", REQUEUE_DRAIN)
                 continue

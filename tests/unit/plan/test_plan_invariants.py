@@ -123,6 +123,9 @@ class ShardMachine(RuleBasedStateMachine):
             if action.verb == "delete" and action.kind == "Pod":
                 pod = PodFacts.of(pods_by_name[action.name], 0)
                 assert pod.drain_state == keys.DrainState.READY_FOR_DELETION or pod.terminal, action.reason
+                # A drained pod's delete names its reason, re-checked if the pod changed meanwhile (409).
+                drained = pod.drain_state == keys.DrainState.READY_FOR_DELETION
+                assert dict(action.still_annotated) == ({keys.ANN_DRAIN_STATE: pod.drain_state} if drained else {})
             if action.verb == "delete" and action.kind == "PersistentVolumeClaim":
                 assert f"data-{action.name.removeprefix('data-')}" == action.name
                 assert action.name.removeprefix("data-") not in pods_by_name, action.reason
