@@ -13,14 +13,14 @@ restarts multiorch); leaving them returns at once.
 | partition | nftables in the pod's netns: drop all traffic to and from the given peers | deleting the table |
 | topology-isolation | nftables on this machine: drop what is sent from here to the topology | deleting |
 |   | etcd (only the agent and the test connect from here; pods reach it over the bridge) | the table |
+| disk-full | a file filling a pod's data volume to its last byte (the claim is a | deleting the file |
+|   | filesystem of its own: `MultigresStack(sized_claims=True)`, claimfs) | |
 
 Tables are named `mgp_fault_<pid>_<n>` (pid: this test process), so `sweep_tables()` can remove
 those of a run that was killed before it could heal (tables in a pod's netns go with the pod).
 
-Not here, and why (docs/reliability.md says the same): a full disk needs the data volume to be a
-filesystem of its own from the pod's start (the kubelet bind-mounts a host directory into the
-container's private mount namespace, so a small filesystem mounted over it later is never seen);
-a slow fsync needs a block device in between (dm-delay, or a FUSE layer) for the same reason; a
+Not here, and why (docs/reliability.md says the same): a slow fsync needs a block device under the
+data volume (dm-delay over a loop device, or a FUSE layer), which a tmpfs claim is not; a
 clock offset for one pod cannot be made: time namespaces offset CLOCK_MONOTONIC and CLOCK_BOOTTIME
 only, never the wall clock PostgreSQL and Multigres timestamp with.
 """
@@ -28,6 +28,7 @@ only, never the wall clock PostgreSQL and Multigres timestamp with.
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import itertools
 import json
@@ -39,10 +40,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+
 from .multigres_stack import MultigresStack
 from .podnet import netns_pids
 
 TABLE_PREFIX = "mgp_fault_"
+FILLER = ".mgp-fault-disk-full"  # in the volume's root, beside the pooler's own directories
 _numbers = itertools.count(1)
 
 
@@ -144,6 +148,36 @@ def postgres_kill(stack: MultigresStack, pod_ip: str) -> Iterator[int]:
 
 
 @contextlib.contextmanager
+def disk_full(stack: MultigresStack, pod: str) -> Iterator[int]:
+    """Fill `pod`'s data volume to its last byte; yields how many bytes the filler took."""
+    with disk_full_at(stack.claim_path(pod, layout.VOL_DATA)) as taken:
+        yield taken
+
+
+@contextlib.contextmanager
+def disk_full_at(path: Path) -> Iterator[int]:
+    if not os.path.ismount(path):
+        raise FaultError(f"{path} is a plain directory, not a filesystem that can fill up: start the "
+                         "stack with sized_claims=True")
+    filler = path / FILLER
+    try:
+        with filler.open("wb") as f:
+            size = 0
+            for chunk in (1 << 20, 4096):  # whole MiBs, then the last pages
+                while True:
+                    try:
+                        os.posix_fallocate(f.fileno(), size, chunk)
+                    except OSError as exc:
+                        if exc.errno != errno.ENOSPC:
+                            raise
+                        break
+                    size += chunk
+        yield size
+    finally:
+        filler.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
 def multiorch_kill(stack: MultigresStack) -> Iterator[list[int]]:
     pids = stack.orchestrator_pids()
     if not pids:
@@ -227,9 +261,11 @@ def plan(seed: int, kinds: Sequence[str], count: int, instant: Sequence[str] = (
 
 
 def leftovers(stack: MultigresStack) -> list[str]:
-    """What a healed fault must not leave: our nftables tables (here and in every pod's netns) and
-    stopped processes in any pod."""
+    """What a healed fault must not leave: our nftables tables (here and in every pod's netns),
+    stopped processes in any pod, and a disk-full filler in any claim."""
     found = [f"table {t}" for t in tables() if t.startswith(f"{TABLE_PREFIX}{os.getpid()}_")]
+    if stack.kubelet is not None:
+        found += [f"filler {f}" for f in stack.kubelet.pvc_path(stack.namespace, "*").parent.glob(f"*/{FILLER}")]
     bridge = stack.kubelet.bridge if stack.kubelet is not None else None
     if bridge is not None:
         for netns in _pod_namespaces(bridge.instance):

@@ -104,6 +104,7 @@ class MultigresStack:
     agent_port: int = field(default_factory=free_port)
     agent_args: tuple[str, ...] = ()  # more agent flags, e.g. --grpc-ca/--grpc-cert/--grpc-key
     node: str = "process"  # one of NODES
+    sized_claims: bool = False  # process node: each claim a filesystem of its request's size (claimfs)
     net: NodeNet | None = None
     real: RealNode | None = None
 
@@ -139,7 +140,7 @@ class MultigresStack:
                                                             workload_controllers=True).start())
         self.kubelet = self._step("the process kubelet", lambda: ProcessKubelet(
             api_client(cluster.kubeconfig), toolchain_images(tool), tool.user,
-            workdir=self.workdir / "kubelet").start())
+            workdir=self.workdir / "kubelet", sized_claims=self.sized_claims).start())
         self.topo = self._step("the topology etcd", self._start_topo)
         kube = self.kube()
         try:
@@ -275,6 +276,19 @@ class MultigresStack:
         finally:
             kube.close()
         return sorted(found, key=facts.name)
+
+    def claim_path(self, pod: str, volume: str) -> Path:
+        """Where the process kubelet keeps the claim that `pod` mounts as `volume`."""
+        if self.kubelet is None:
+            raise LookupError("claim_path: only the process kubelet keeps claims on this machine")
+        found = next((p for p in self.pods() if facts.name(p) == pod), None)
+        if found is None:
+            raise LookupError(f"claim_path: no pool pod {pod!r}")
+        claim = next((v["persistentVolumeClaim"]["claimName"] for v in found["spec"].get("volumes") or []
+                      if v["name"] == volume and "persistentVolumeClaim" in v), None)
+        if claim is None:
+            raise LookupError(f"claim_path: pod {pod!r} has no claim mounted as {volume!r}")
+        return self.kubelet.pvc_path(self.namespace, claim)
 
     def pool_addresses(self) -> list[tuple[str, str]]:
         """(name, pod IP) of every pool pod with an address, terminating ones too (an old primary is one)."""

@@ -43,6 +43,9 @@ class Reader:
     secret: Callable[[str, str], Manifest | None]
     claim: Callable[[str, str], Manifest | None]
     bind_claim: Callable[[str, str], None]
+    # Gives a claim's directory a filesystem of its own (claimfs) before any container binds it;
+    # raises ValueError when the claim cannot have one. None: the claim is a plain directory.
+    claim_filesystem: Callable[[Path, Manifest], None] | None = None
 
 
 def _write_if_changed(path: Path, content: bytes, mode: int, uid: int, gid: int) -> None:
@@ -149,6 +152,11 @@ class PodVolumes:
             # exist_ok: pods sharing a claim (the shard's backup volume) start on threads of their own.
             path.mkdir(parents=True, exist_ok=True)
             os.chown(path, self.uid, self.gid)
+        if self.reader.claim_filesystem is not None:
+            try:
+                self.reader.claim_filesystem(path, pvc)
+            except ValueError as exc:
+                raise VolumeError(f"volume {volume['name']!r}: {exc}") from None
         return path
 
     def _empty_dir(self, name: str) -> Path:

@@ -179,7 +179,7 @@ def kill_netns_processes(netns: str) -> list[int]:
     return killed
 
 
-def _owner_alive(instance: str) -> bool:
+def owner_alive(instance: str) -> bool:
     try:
         pid = int((STATE_DIR / f"{instance}.pid").read_text())
     except (OSError, ValueError):
@@ -215,19 +215,19 @@ def sweep(prefix: str = PREFIX) -> list[str]:
     dead: set[str] = set()
     for netns in netns_names():
         instance = _instance_of(netns, prefix)
-        if instance and not _owner_alive(instance):
+        if instance and not owner_alive(instance):
             kill_netns_processes(netns)
             ip("netns", "del", netns, check=False)
             removed.append(f"netns/{netns}")
             dead.add(instance)
     for link in link_names():
         instance = _instance_of(link, prefix)
-        if instance and not _owner_alive(instance):
+        if instance and not owner_alive(instance):
             ip("link", "del", link, check=False)
             removed.append(f"link/{link}")
             dead.add(instance)
     if STATE_DIR.is_dir():
         for record in STATE_DIR.glob(f"{prefix}*.pid"):
-            if not _owner_alive(record.stem):
+            if not owner_alive(record.stem):
                 record.unlink(missing_ok=True)
     return removed

@@ -42,7 +42,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.render import layo
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from . import poddns, podnet
+from . import claimfs, poddns, podnet
 from .kubelet import FakeKubelet, now, record_event
 from .podenv import ImageSpec, Lookup
 from .podfs import Reader, text_data
@@ -51,9 +51,14 @@ from .podworker import PodWorker
 __all__ = ["ImageSpec", "ProcessKubelet", "sweep", "toolchain_images"]
 
 log = logging.getLogger(__name__)
-sweep = podnet.sweep
 
 WATCH_SECONDS = 30
+
+
+def sweep(prefix: str = podnet.PREFIX) -> list[str]:
+    """What kubelet instances whose owner died left: network namespaces, links, claim filesystems."""
+    return podnet.sweep(prefix) + [f"mount/{point}" for point in claimfs.sweep(podnet.owner_alive)]
+
 _LIVE: set[ProcessKubelet] = set()
 
 
@@ -64,13 +69,15 @@ class ProcessKubelet:
     user: the unprivileged account every container runs as; namespace: watch only this one (None:
     all); node_name: default `process-<instance id>`; workdir: PVC data, pod dirs and logs (default: a
     temporary dir removed by stop(); a given one keeps `pvc/` across runs); node_labels: extra Node
-    labels (nodeSelector is honoured); backoff: (first, max) crash-loop delay in seconds.
+    labels (nodeSelector is honoured); backoff: (first, max) crash-loop delay in seconds;
+    sized_claims: give each claim a filesystem of its own sized to its request (claimfs: it can fill
+    up; its data lives in memory until stop()).
     """
 
     def __init__(self, api_client: client.ApiClient, images: Mapping[str, ImageSpec], user: str, *,
                  namespace: str | None = None, node_name: str | None = None, workdir: Path | None = None,
                  node_labels: Mapping[str, str] | None = None, backoff: tuple[float, float] = (10.0, 300.0),
-                 cluster_domain: str = layout.CLUSTER_DOMAIN) -> None:
+                 cluster_domain: str = layout.CLUSTER_DOMAIN, sized_claims: bool = False) -> None:
         try:
             account = pwd.getpwnam(user)
         except KeyError:
@@ -114,7 +121,11 @@ class ProcessKubelet:
         self.volume_reader = Reader(lambda ns, n: self._get("config_map", ns, n),
                                     lambda ns, n: self._get("secret", ns, n),
                                     lambda ns, n: self._get("persistent_volume_claim", ns, n),
-                                    self.fake.bind_pvc)
+                                    self.fake.bind_pvc, self._claim_filesystem if sized_claims else None)
+
+    def _claim_filesystem(self, path: Path, pvc: Manifest) -> None:
+        if claimfs.mount_sized(path, claimfs.requested_bytes(pvc), self.uid, self.gid, self.instance):
+            log.info("claim %s: a %s-byte filesystem of its own", path.name, claimfs.requested_bytes(pvc))
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> ProcessKubelet:
@@ -167,6 +178,7 @@ class ProcessKubelet:
         for netns in podnet.netns_names():  # pods whose worker had not recorded its netns yet
             if netns.startswith(f"{self.instance}-"):
                 podnet.delete_pod_net(podnet.PodNet(netns, "", ""))
+        claimfs.unmount_instance(self.instance)  # after the kill: nothing writes to them any more
 
     def __enter__(self) -> ProcessKubelet:
         return self.start()

@@ -88,11 +88,14 @@ def assert_never_two_writable(watched: Watched) -> None:
 @contextmanager
 def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStack], dict[str, Any]],
                   replicas: int, through_gateway: bool = False, agent_args: tuple[str, ...] = (),
-                  node: str = "process", history: History | None = None) -> Iterator[Watched]:
+                  node: str = "process", history: History | None = None,
+                  sized_claims: bool = False) -> Iterator[Watched]:
     """A started stack serving `shard` (a manifest, or a function of the stack giving one) with
     `replicas` pool pods, under the write load (see Watched; with `history`, it records every write
-    there); everything stops on exit. `node`: MultigresStack.node ("real": containers on a real kubelet)."""
-    stack = MultigresStack(workdir, progress=lambda line: print(line, flush=True), agent_args=agent_args, node=node)
+    there); everything stops on exit. `node`: MultigresStack.node ("real": containers on a real kubelet);
+    `sized_claims`: MultigresStack.sized_claims (volumes that can fill up)."""
+    stack = MultigresStack(workdir, progress=lambda line: print(line, flush=True), agent_args=agent_args, node=node,
+                           sized_claims=sized_claims)
     watched = None
     try:
         stack.start()

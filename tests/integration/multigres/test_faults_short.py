@@ -29,7 +29,7 @@ KINDS = ("postgres-kill-primary", DRAINING_STANDBY, "multiorch-kill", "freeze-pr
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[tuple[Watched, History]]:
-    with fault_stack(tmp_path_factory.mktemp("faults"), REPLICAS) as pair:
+    with fault_stack(tmp_path_factory.mktemp("faults"), REPLICAS, KINDS) as pair:
         yield pair
 
 
