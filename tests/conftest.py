@@ -143,13 +143,16 @@ def kubelet(kube: Kube):  # type: ignore[no-untyped-def]
 def pytest_sessionstart(session) -> None:  # type: ignore[no-untyped-def]
     """Kill what runs that died (SIGKILL, a lost terminal) left behind, then record this run's own
     spawns (playground/reaper.py: only recorded process groups, never by ancestry)."""
-    from multigres_pools.playground import reaper
+    from multigres_pools.playground import process_kubelet, reaper
     from multigres_pools.playground.realnode import sweep
 
     for group in reaper.reap_dead_runs():
         print(f"reaper: killed process group {group.pgid} ({' '.join(group.argv)}) of a dead run", flush=True)
     if sweep.sweep_dead_run():
         print("reaper: removed what a dead run's real node left (containers, mounts, rules)", flush=True)
+    left = process_kubelet.sweep()
+    if left:
+        print(f"reaper: removed what dead process kubelets left: {', '.join(left)}", flush=True)
     reaper.enable()
 
 

@@ -10,8 +10,8 @@ kubelet whose owner died left mounted.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
+import errno
 import os
 import threading
 from collections.abc import Callable
@@ -69,17 +69,18 @@ def mounts(source_prefix: str = SOURCE_PREFIX) -> list[tuple[str, str]]:
 
 
 def unmount(point: str) -> None:
+    """Detach the mount at `point`; one already gone (another sweep got there first) is no error."""
     if _libc.umount2(point.encode(), MNT_DETACH) != 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"umount {point}: {os.strerror(err)}")
+        if err not in (errno.EINVAL, errno.ENOENT):
+            raise OSError(err, f"umount {point}: {os.strerror(err)}")
 
 
 def unmount_instance(instance: str) -> list[str]:
     """Unmount every claim filesystem the kubelet `instance` mounted; returns their mount points."""
     points = [p for s, p in mounts() if s == f"{SOURCE_PREFIX}{instance}"]
     for point in points:
-        with contextlib.suppress(FileNotFoundError):
-            unmount(point)
+        unmount(point)
     return points
 
 
@@ -88,7 +89,6 @@ def sweep(owner_alive: Callable[[str], bool]) -> list[str]:
     removed = []
     for source, point in mounts():
         if not owner_alive(source.removeprefix(SOURCE_PREFIX)):
-            with contextlib.suppress(FileNotFoundError):
-                unmount(point)
+            unmount(point)
             removed.append(point)
     return removed
