@@ -93,8 +93,7 @@ class Applier:
             return None
         if any(facts.annotations(live).get(k) != v for k, v in action.still_annotated):
             return None
-        return replace(action, resource_version=live["metadata"].get("resourceVersion"),
-                                   still_annotated=())
+        return replace(action, resource_version=live["metadata"].get("resourceVersion"), still_annotated=())
 
     def _send(self, action: Action) -> tuple[str, str, Manifest | None]:
         ns = None if action.kind == "Namespace" else self.namespace
