@@ -125,6 +125,8 @@ class PoolerStatus:
     lsn: str = ""  # the primary's current write position; a standby's last replayed position
     received_lsn: str = ""  # a standby's last received position
     error: str = ""
+    # Seconds the pooler has been starting a PostgreSQL whose process is not running (0: it is not).
+    starting_dead_s: float = 0.0
 
 
 @dataclass(frozen=True)

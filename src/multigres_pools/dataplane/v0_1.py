@@ -166,8 +166,11 @@ def pooler_status(ident: PoolerId, address: str, answer: mpd.StatusResponse | Da
     if status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY:
         return PoolerStatus(ident, address, primary=True, lsn=status.primary_status.lsn or status.wal_position)
     repl = status.replication_status
+    starting_dead = status.postgres_action == mpd.POSTGRES_ACTION_STARTING and not status.postgres_running
     return PoolerStatus(ident, address, lsn=repl.last_replay_lsn or status.wal_position,
-                        received_lsn=repl.last_receive_lsn)
+                        received_lsn=repl.last_receive_lsn,
+                        starting_dead_s=status.postgres_action_duration.ToTimedelta().total_seconds()
+                        if starting_dead else 0.0)
 
 
 def _answered_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse | DataPlaneError]]) -> Leadership:

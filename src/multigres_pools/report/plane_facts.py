@@ -10,6 +10,9 @@ from . import units
 from .model import PodRow, PoolerProblem, Replication, Report, RepositoryBackup, Sync
 
 BACKUPS_SHOWN = 5
+# A start takes seconds; v0.1.0's monitor that starts a PostgreSQL which dies again waits for it for
+# ever and never starts it again (docs/reliability.md, a full standby's disk).
+STUCK_START_S = 120.0
 
 
 @dataclass
@@ -53,11 +56,20 @@ def merge(report: Report, answers: Answers, dial_pod_ips: bool) -> None:
     _replication(report, answers)
     view.problems = [f"{what}: {error}" for what, error in (("synchronous replication", answers.sync_error),
                                                             ("backups", answers.backups_error)) if error]
+    view.problems += [_stuck_start(report.pod_of(_name(s.id)), s.starting_dead_s)
+                      for s in statuses if not s.error and s.starting_dead_s >= STUCK_START_S]
     _positions(report.pods, answers.survey)
     listed = [RepositoryBackup(b.backup_id, b.type, b.complete, b.size_bytes, b.final_lsn) for b in answers.backups]
     report.backups.repository, report.backups.repository_total = listed[-BACKUPS_SHOWN:], len(listed)
     report.backups.first_recoverable = next((b for b in listed if b.complete), None)
     report.backups.repository_error = answers.backups_error
+
+
+def _stuck_start(pod: str, seconds: float) -> str:
+    return (f"pod {pod}: its multipooler has been starting PostgreSQL for {units.duration(seconds)} and "
+            "PostgreSQL is not running; Multigres v0.1.0 does not start it again after it died twice: "
+            "see why it died (a full volume?), then delete the pod (docs/operations.md, \"PostgreSQL stays "
+            "down in a pool pod\")")
 
 
 def _replication(report: Report, answers: Answers) -> None:

@@ -62,3 +62,13 @@ def test_a_status_without_a_position_field_falls_back_to_the_wal_position() -> N
     assert pooler_status(ident, "h:1", primary) == PoolerStatus(ident, "h:1", primary=True, lsn="0/4000000")
     failed = DataPlaneError(RefusalReason.POOLER_UNREACHABLE, "DEADLINE_EXCEEDED: ")
     assert pooler_status(ident, "", failed) == PoolerStatus(ident, "", error="DEADLINE_EXCEEDED: ")
+
+
+def test_a_pooler_starting_a_postgres_whose_process_is_gone_says_for_how_long() -> None:
+    ident = PoolerId("zone1", "p-b")
+    status = mpd.Status(postgres_status=mpd.POSTGRES_STATUS_UNKNOWN, postgres_action=mpd.POSTGRES_ACTION_STARTING,
+                        postgres_running=False)
+    status.postgres_action_duration.FromSeconds(185)
+    assert pooler_status(ident, "h:1", mpd.StatusResponse(status=status)).starting_dead_s == 185.0
+    status.postgres_running = True  # starting, and the process is there: a start in progress
+    assert pooler_status(ident, "h:1", mpd.StatusResponse(status=status)).starting_dead_s == 0.0

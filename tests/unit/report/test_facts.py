@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
@@ -86,3 +87,21 @@ def test_a_topology_that_cannot_be_read_leaves_everything_unknown() -> None:
     plane = report.data_plane
     assert not plane.reached and plane.error.startswith("etcd: no endpoint answered (10.0.0.1:2379")
     assert "--dial-pod-ips" in plane.hint and report.pods[0].sync is Sync.UNKNOWN
+
+
+def test_a_pooler_stuck_starting_a_dead_postgres_needs_attention_after_two_minutes() -> None:
+    """Seen on real v0.1.0 with a standby's volume full: PostgreSQL died twice and the multipooler's
+    monitor waits for it for ever (docs/reliability.md). A start that is seconds old is not stuck."""
+    found = f.answers(3, 0, {0: "0/5000000", 1: "0/5000000"}, standbys=(1, 2), connected=(1,))
+    assert found.survey is not None
+    stuck = replace(found.survey.poolers[2], starting_dead_s=251.0)
+    found.survey = replace(found.survey, poolers=(*found.survey.poolers[:2], stuck))
+    report = f.build(f.shard(), [f.pod(i, "PRIMARY" if i == 0 else "REPLICA") for i in range(3)], found)
+    said = [line for line in verdict.attention(report) if "starting PostgreSQL" in line]
+    assert said == [f"pod {report.pods[2].name}: its multipooler has been starting PostgreSQL for 4m and "
+                    "PostgreSQL is not running; Multigres v0.1.0 does not start it again after it died twice: see "
+                    "why it died (a full volume?), then delete the pod (docs/operations.md, \"PostgreSQL stays down "
+                    "in a pool pod\")"]
+    found.survey = replace(found.survey, poolers=(*found.survey.poolers[:2], replace(stuck, starting_dead_s=30.0)))
+    report = f.build(f.shard(), [f.pod(i, "PRIMARY" if i == 0 else "REPLICA") for i in range(3)], found)
+    assert not [line for line in verdict.attention(report) if "starting PostgreSQL" in line]

@@ -22,50 +22,51 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from . import clustermetadata_pb2 as v0__1_dot_clustermetadata__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!v0_1/multipoolermanagerdata.proto\x12#mgpools.v0_1.multipoolermanagerdata\x1a\x1av0_1/clustermetadata.proto\"U\n\x0fPrimaryConnInfo\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x0c\n\x04port\x18\x02 \x01(\x05\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\x18\n\x10\x61pplication_name\x18\x04 \x01(\t\"\xd9\x01\n\x18StandbyReplicationStatus\x12\x17\n\x0flast_replay_lsn\x18\x01 \x01(\t\x12\x18\n\x10last_receive_lsn\x18\x02 \x01(\t\x12\x1c\n\x14is_wal_replay_paused\x18\x03 \x01(\x08\x12O\n\x11primary_conn_info\x18\x07 \x01(\x0b\x32\x34.mgpools.v0_1.multipoolermanagerdata.PrimaryConnInfo\x12\x1b\n\x13wal_receiver_status\x18\x08 \x01(\t\"\xe5\x01\n#SynchronousReplicationConfiguration\x12R\n\x12synchronous_method\x18\x02 \x01(\x0e\x32\x36.mgpools.v0_1.multipoolermanagerdata.SynchronousMethod\x12\x10\n\x08num_sync\x18\x03 \x01(\x05\x12\x35\n\x0bstandby_ids\x18\x04 \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12!\n\x19standby_application_names\x18\x05 \x03(\t\"\xd5\x01\n\rPrimaryStatus\x12\x0b\n\x03lsn\x18\x01 \x01(\t\x12\r\n\x05ready\x18\x02 \x01(\x08\x12=\n\x13\x63onnected_followers\x18\x03 \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12i\n\x17sync_replication_config\x18\x04 \x01(\x0b\x32H.mgpools.v0_1.multipoolermanagerdata.SynchronousReplicationConfiguration\"\xc0\x04\n\x06Status\x12=\n\x0bpooler_type\x18\x01 \x01(\x0e\x32(.mgpools.v0_1.clustermetadata.PoolerType\x12J\n\x0eprimary_status\x18\x02 \x01(\x0b\x32\x32.mgpools.v0_1.multipoolermanagerdata.PrimaryStatus\x12Y\n\x12replication_status\x18\x03 \x01(\x0b\x32=.mgpools.v0_1.multipoolermanagerdata.StandbyReplicationStatus\x12\x16\n\x0eis_initialized\x18\x04 \x01(\x08\x12\x1a\n\x12has_data_directory\x18\x05 \x01(\x08\x12\x18\n\x10postgres_running\x18\x06 \x01(\x08\x12L\n\x0fpostgres_status\x18\x07 \x01(\x0e\x32\x33.mgpools.v0_1.multipoolermanagerdata.PostgresStatus\x12\x14\n\x0cwal_position\x18\x08 \x01(\t\x12L\n\x0fpostgres_action\x18\x0b \x01(\x0e\x32\x33.mgpools.v0_1.multipoolermanagerdata.PostgresAction\x12\x38\n\x0e\x63ohort_members\x18\r \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x16\n\x0epostgres_ready\x18\x0e \x01(\x08\"\x0f\n\rStatusRequest\"\xe5\x01\n\x0eStatusResponse\x12;\n\x06status\x18\x01 \x01(\x0b\x32+.mgpools.v0_1.multipoolermanagerdata.Status\x12M\n\x13\x61vailability_status\x18\x03 \x01(\x0b\x32\x30.mgpools.v0_1.clustermetadata.AvailabilityStatus\x12G\n\x10\x63onsensus_status\x18\x04 \x01(\x0b\x32-.mgpools.v0_1.clustermetadata.ConsensusStatus\"o\n\x16StopReplicationRequest\x12G\n\x04mode\x18\x01 \x01(\x0e\x32\x39.mgpools.v0_1.multipoolermanagerdata.ReplicationPauseMode\x12\x0c\n\x04wait\x18\x02 \x01(\x08\"h\n\x17StopReplicationResponse\x12M\n\x06status\x18\x01 \x01(\x0b\x32=.mgpools.v0_1.multipoolermanagerdata.StandbyReplicationStatus\"\x19\n\x17StartReplicationRequest\"\x1a\n\x18StartReplicationResponse\"\xa6\x02\n\x1aUpdateConsensusRuleRequest\x12M\n\toperation\x18\x01 \x01(\x0e\x32:.mgpools.v0_1.multipoolermanagerdata.CohortUpdateOperation\x12\x35\n\x0bstandby_ids\x18\x02 \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12H\n\x16\x65xpected_outgoing_rule\x18\x04 \x01(\x0b\x32(.mgpools.v0_1.clustermetadata.RuleNumber\x12\x38\n\x0e\x63oordinator_id\x18\x06 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\"\x1d\n\x1bUpdateConsensusRuleResponse*q\n\x11SynchronousMethod\x12\"\n\x1eSYNCHRONOUS_METHOD_UNSPECIFIED\x10\x00\x12\x1c\n\x18SYNCHRONOUS_METHOD_FIRST\x10\x01\x12\x1a\n\x16SYNCHRONOUS_METHOD_ANY\x10\x02*\xa4\x01\n\x0ePostgresStatus\x12\x1b\n\x17POSTGRES_STATUS_UNKNOWN\x10\x00\x12\x1c\n\x18POSTGRES_STATUS_STARTING\x10\x01\x12\x1b\n\x17POSTGRES_STATUS_STANDBY\x10\x02\x12\x1d\n\x19POSTGRES_STATUS_PROMOTING\x10\x03\x12\x1b\n\x17POSTGRES_STATUS_PRIMARY\x10\x04*\xa5\x01\n\x0ePostgresAction\x12\x1f\n\x1bPOSTGRES_ACTION_UNSPECIFIED\x10\x00\x12\x1c\n\x18POSTGRES_ACTION_STARTING\x10\x01\x12)\n%POSTGRES_ACTION_RESTORING_FROM_BACKUP\x10\x02\x12)\n%POSTGRES_ACTION_CREATING_FIRST_BACKUP\x10\x03*\x98\x01\n\x14ReplicationPauseMode\x12&\n\"REPLICATION_PAUSE_MODE_REPLAY_ONLY\x10\x00\x12(\n$REPLICATION_PAUSE_MODE_RECEIVER_ONLY\x10\x01\x12.\n*REPLICATION_PAUSE_MODE_REPLAY_AND_RECEIVER\x10\x02*\x85\x01\n\x15\x43ohortUpdateOperation\x12\'\n#COHORT_UPDATE_OPERATION_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x43OHORT_UPDATE_OPERATION_ADD\x10\x01\x12\"\n\x1e\x43OHORT_UPDATE_OPERATION_REMOVE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!v0_1/multipoolermanagerdata.proto\x12#mgpools.v0_1.multipoolermanagerdata\x1a\x1egoogle/protobuf/duration.proto\x1a\x1av0_1/clustermetadata.proto\"U\n\x0fPrimaryConnInfo\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x0c\n\x04port\x18\x02 \x01(\x05\x12\x0c\n\x04user\x18\x03 \x01(\t\x12\x18\n\x10\x61pplication_name\x18\x04 \x01(\t\"\xd9\x01\n\x18StandbyReplicationStatus\x12\x17\n\x0flast_replay_lsn\x18\x01 \x01(\t\x12\x18\n\x10last_receive_lsn\x18\x02 \x01(\t\x12\x1c\n\x14is_wal_replay_paused\x18\x03 \x01(\x08\x12O\n\x11primary_conn_info\x18\x07 \x01(\x0b\x32\x34.mgpools.v0_1.multipoolermanagerdata.PrimaryConnInfo\x12\x1b\n\x13wal_receiver_status\x18\x08 \x01(\t\"\xe5\x01\n#SynchronousReplicationConfiguration\x12R\n\x12synchronous_method\x18\x02 \x01(\x0e\x32\x36.mgpools.v0_1.multipoolermanagerdata.SynchronousMethod\x12\x10\n\x08num_sync\x18\x03 \x01(\x05\x12\x35\n\x0bstandby_ids\x18\x04 \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12!\n\x19standby_application_names\x18\x05 \x03(\t\"\xd5\x01\n\rPrimaryStatus\x12\x0b\n\x03lsn\x18\x01 \x01(\t\x12\r\n\x05ready\x18\x02 \x01(\x08\x12=\n\x13\x63onnected_followers\x18\x03 \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12i\n\x17sync_replication_config\x18\x04 \x01(\x0b\x32H.mgpools.v0_1.multipoolermanagerdata.SynchronousReplicationConfiguration\"\xfd\x04\n\x06Status\x12=\n\x0bpooler_type\x18\x01 \x01(\x0e\x32(.mgpools.v0_1.clustermetadata.PoolerType\x12J\n\x0eprimary_status\x18\x02 \x01(\x0b\x32\x32.mgpools.v0_1.multipoolermanagerdata.PrimaryStatus\x12Y\n\x12replication_status\x18\x03 \x01(\x0b\x32=.mgpools.v0_1.multipoolermanagerdata.StandbyReplicationStatus\x12\x16\n\x0eis_initialized\x18\x04 \x01(\x08\x12\x1a\n\x12has_data_directory\x18\x05 \x01(\x08\x12\x18\n\x10postgres_running\x18\x06 \x01(\x08\x12L\n\x0fpostgres_status\x18\x07 \x01(\x0e\x32\x33.mgpools.v0_1.multipoolermanagerdata.PostgresStatus\x12\x14\n\x0cwal_position\x18\x08 \x01(\t\x12L\n\x0fpostgres_action\x18\x0b \x01(\x0e\x32\x33.mgpools.v0_1.multipoolermanagerdata.PostgresAction\x12;\n\x18postgres_action_duration\x18\x0c \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x38\n\x0e\x63ohort_members\x18\r \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x16\n\x0epostgres_ready\x18\x0e \x01(\x08\"\x0f\n\rStatusRequest\"\xe5\x01\n\x0eStatusResponse\x12;\n\x06status\x18\x01 \x01(\x0b\x32+.mgpools.v0_1.multipoolermanagerdata.Status\x12M\n\x13\x61vailability_status\x18\x03 \x01(\x0b\x32\x30.mgpools.v0_1.clustermetadata.AvailabilityStatus\x12G\n\x10\x63onsensus_status\x18\x04 \x01(\x0b\x32-.mgpools.v0_1.clustermetadata.ConsensusStatus\"o\n\x16StopReplicationRequest\x12G\n\x04mode\x18\x01 \x01(\x0e\x32\x39.mgpools.v0_1.multipoolermanagerdata.ReplicationPauseMode\x12\x0c\n\x04wait\x18\x02 \x01(\x08\"h\n\x17StopReplicationResponse\x12M\n\x06status\x18\x01 \x01(\x0b\x32=.mgpools.v0_1.multipoolermanagerdata.StandbyReplicationStatus\"\x19\n\x17StartReplicationRequest\"\x1a\n\x18StartReplicationResponse\"\xa6\x02\n\x1aUpdateConsensusRuleRequest\x12M\n\toperation\x18\x01 \x01(\x0e\x32:.mgpools.v0_1.multipoolermanagerdata.CohortUpdateOperation\x12\x35\n\x0bstandby_ids\x18\x02 \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12H\n\x16\x65xpected_outgoing_rule\x18\x04 \x01(\x0b\x32(.mgpools.v0_1.clustermetadata.RuleNumber\x12\x38\n\x0e\x63oordinator_id\x18\x06 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\"\x1d\n\x1bUpdateConsensusRuleResponse*q\n\x11SynchronousMethod\x12\"\n\x1eSYNCHRONOUS_METHOD_UNSPECIFIED\x10\x00\x12\x1c\n\x18SYNCHRONOUS_METHOD_FIRST\x10\x01\x12\x1a\n\x16SYNCHRONOUS_METHOD_ANY\x10\x02*\xa4\x01\n\x0ePostgresStatus\x12\x1b\n\x17POSTGRES_STATUS_UNKNOWN\x10\x00\x12\x1c\n\x18POSTGRES_STATUS_STARTING\x10\x01\x12\x1b\n\x17POSTGRES_STATUS_STANDBY\x10\x02\x12\x1d\n\x19POSTGRES_STATUS_PROMOTING\x10\x03\x12\x1b\n\x17POSTGRES_STATUS_PRIMARY\x10\x04*\xa5\x01\n\x0ePostgresAction\x12\x1f\n\x1bPOSTGRES_ACTION_UNSPECIFIED\x10\x00\x12\x1c\n\x18POSTGRES_ACTION_STARTING\x10\x01\x12)\n%POSTGRES_ACTION_RESTORING_FROM_BACKUP\x10\x02\x12)\n%POSTGRES_ACTION_CREATING_FIRST_BACKUP\x10\x03*\x98\x01\n\x14ReplicationPauseMode\x12&\n\"REPLICATION_PAUSE_MODE_REPLAY_ONLY\x10\x00\x12(\n$REPLICATION_PAUSE_MODE_RECEIVER_ONLY\x10\x01\x12.\n*REPLICATION_PAUSE_MODE_REPLAY_AND_RECEIVER\x10\x02*\x85\x01\n\x15\x43ohortUpdateOperation\x12\'\n#COHORT_UPDATE_OPERATION_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x43OHORT_UPDATE_OPERATION_ADD\x10\x01\x12\"\n\x1e\x43OHORT_UPDATE_OPERATION_REMOVE\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'v0_1.multipoolermanagerdata_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SYNCHRONOUSMETHOD']._serialized_start=2287
-  _globals['_SYNCHRONOUSMETHOD']._serialized_end=2400
-  _globals['_POSTGRESSTATUS']._serialized_start=2403
-  _globals['_POSTGRESSTATUS']._serialized_end=2567
-  _globals['_POSTGRESACTION']._serialized_start=2570
-  _globals['_POSTGRESACTION']._serialized_end=2735
-  _globals['_REPLICATIONPAUSEMODE']._serialized_start=2738
-  _globals['_REPLICATIONPAUSEMODE']._serialized_end=2890
-  _globals['_COHORTUPDATEOPERATION']._serialized_start=2893
-  _globals['_COHORTUPDATEOPERATION']._serialized_end=3026
-  _globals['_PRIMARYCONNINFO']._serialized_start=102
-  _globals['_PRIMARYCONNINFO']._serialized_end=187
-  _globals['_STANDBYREPLICATIONSTATUS']._serialized_start=190
-  _globals['_STANDBYREPLICATIONSTATUS']._serialized_end=407
-  _globals['_SYNCHRONOUSREPLICATIONCONFIGURATION']._serialized_start=410
-  _globals['_SYNCHRONOUSREPLICATIONCONFIGURATION']._serialized_end=639
-  _globals['_PRIMARYSTATUS']._serialized_start=642
-  _globals['_PRIMARYSTATUS']._serialized_end=855
-  _globals['_STATUS']._serialized_start=858
-  _globals['_STATUS']._serialized_end=1434
-  _globals['_STATUSREQUEST']._serialized_start=1436
-  _globals['_STATUSREQUEST']._serialized_end=1451
-  _globals['_STATUSRESPONSE']._serialized_start=1454
-  _globals['_STATUSRESPONSE']._serialized_end=1683
-  _globals['_STOPREPLICATIONREQUEST']._serialized_start=1685
-  _globals['_STOPREPLICATIONREQUEST']._serialized_end=1796
-  _globals['_STOPREPLICATIONRESPONSE']._serialized_start=1798
-  _globals['_STOPREPLICATIONRESPONSE']._serialized_end=1902
-  _globals['_STARTREPLICATIONREQUEST']._serialized_start=1904
-  _globals['_STARTREPLICATIONREQUEST']._serialized_end=1929
-  _globals['_STARTREPLICATIONRESPONSE']._serialized_start=1931
-  _globals['_STARTREPLICATIONRESPONSE']._serialized_end=1957
-  _globals['_UPDATECONSENSUSRULEREQUEST']._serialized_start=1960
-  _globals['_UPDATECONSENSUSRULEREQUEST']._serialized_end=2254
-  _globals['_UPDATECONSENSUSRULERESPONSE']._serialized_start=2256
-  _globals['_UPDATECONSENSUSRULERESPONSE']._serialized_end=2285
+  _globals['_SYNCHRONOUSMETHOD']._serialized_start=2380
+  _globals['_SYNCHRONOUSMETHOD']._serialized_end=2493
+  _globals['_POSTGRESSTATUS']._serialized_start=2496
+  _globals['_POSTGRESSTATUS']._serialized_end=2660
+  _globals['_POSTGRESACTION']._serialized_start=2663
+  _globals['_POSTGRESACTION']._serialized_end=2828
+  _globals['_REPLICATIONPAUSEMODE']._serialized_start=2831
+  _globals['_REPLICATIONPAUSEMODE']._serialized_end=2983
+  _globals['_COHORTUPDATEOPERATION']._serialized_start=2986
+  _globals['_COHORTUPDATEOPERATION']._serialized_end=3119
+  _globals['_PRIMARYCONNINFO']._serialized_start=134
+  _globals['_PRIMARYCONNINFO']._serialized_end=219
+  _globals['_STANDBYREPLICATIONSTATUS']._serialized_start=222
+  _globals['_STANDBYREPLICATIONSTATUS']._serialized_end=439
+  _globals['_SYNCHRONOUSREPLICATIONCONFIGURATION']._serialized_start=442
+  _globals['_SYNCHRONOUSREPLICATIONCONFIGURATION']._serialized_end=671
+  _globals['_PRIMARYSTATUS']._serialized_start=674
+  _globals['_PRIMARYSTATUS']._serialized_end=887
+  _globals['_STATUS']._serialized_start=890
+  _globals['_STATUS']._serialized_end=1527
+  _globals['_STATUSREQUEST']._serialized_start=1529
+  _globals['_STATUSREQUEST']._serialized_end=1544
+  _globals['_STATUSRESPONSE']._serialized_start=1547
+  _globals['_STATUSRESPONSE']._serialized_end=1776
+  _globals['_STOPREPLICATIONREQUEST']._serialized_start=1778
+  _globals['_STOPREPLICATIONREQUEST']._serialized_end=1889
+  _globals['_STOPREPLICATIONRESPONSE']._serialized_start=1891
+  _globals['_STOPREPLICATIONRESPONSE']._serialized_end=1995
+  _globals['_STARTREPLICATIONREQUEST']._serialized_start=1997
+  _globals['_STARTREPLICATIONREQUEST']._serialized_end=2022
+  _globals['_STARTREPLICATIONRESPONSE']._serialized_start=2024
+  _globals['_STARTREPLICATIONRESPONSE']._serialized_end=2050
+  _globals['_UPDATECONSENSUSRULEREQUEST']._serialized_start=2053
+  _globals['_UPDATECONSENSUSRULEREQUEST']._serialized_end=2347
+  _globals['_UPDATECONSENSUSRULERESPONSE']._serialized_start=2349
+  _globals['_UPDATECONSENSUSRULERESPONSE']._serialized_end=2378
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import duration_pb2 as _duration_pb2
 from . import clustermetadata_pb2 as _clustermetadata_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -110,7 +113,7 @@ class PrimaryStatus(_message.Message):
     def __init__(self, lsn: _Optional[str] = ..., ready: _Optional[bool] = ..., connected_followers: _Optional[_Iterable[_Union[_clustermetadata_pb2.ID, _Mapping]]] = ..., sync_replication_config: _Optional[_Union[SynchronousReplicationConfiguration, _Mapping]] = ...) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("pooler_type", "primary_status", "replication_status", "is_initialized", "has_data_directory", "postgres_running", "postgres_status", "wal_position", "postgres_action", "cohort_members", "postgres_ready")
+    __slots__ = ("pooler_type", "primary_status", "replication_status", "is_initialized", "has_data_directory", "postgres_running", "postgres_status", "wal_position", "postgres_action", "postgres_action_duration", "cohort_members", "postgres_ready")
     POOLER_TYPE_FIELD_NUMBER: _ClassVar[int]
     PRIMARY_STATUS_FIELD_NUMBER: _ClassVar[int]
     REPLICATION_STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +123,7 @@ class Status(_message.Message):
     POSTGRES_STATUS_FIELD_NUMBER: _ClassVar[int]
     WAL_POSITION_FIELD_NUMBER: _ClassVar[int]
     POSTGRES_ACTION_FIELD_NUMBER: _ClassVar[int]
+    POSTGRES_ACTION_DURATION_FIELD_NUMBER: _ClassVar[int]
     COHORT_MEMBERS_FIELD_NUMBER: _ClassVar[int]
     POSTGRES_READY_FIELD_NUMBER: _ClassVar[int]
     pooler_type: _clustermetadata_pb2.PoolerType
@@ -131,9 +135,10 @@ class Status(_message.Message):
     postgres_status: PostgresStatus
     wal_position: str
     postgres_action: PostgresAction
+    postgres_action_duration: _duration_pb2.Duration
     cohort_members: _containers.RepeatedCompositeFieldContainer[_clustermetadata_pb2.ID]
     postgres_ready: bool
-    def __init__(self, pooler_type: _Optional[_Union[_clustermetadata_pb2.PoolerType, str]] = ..., primary_status: _Optional[_Union[PrimaryStatus, _Mapping]] = ..., replication_status: _Optional[_Union[StandbyReplicationStatus, _Mapping]] = ..., is_initialized: _Optional[bool] = ..., has_data_directory: _Optional[bool] = ..., postgres_running: _Optional[bool] = ..., postgres_status: _Optional[_Union[PostgresStatus, str]] = ..., wal_position: _Optional[str] = ..., postgres_action: _Optional[_Union[PostgresAction, str]] = ..., cohort_members: _Optional[_Iterable[_Union[_clustermetadata_pb2.ID, _Mapping]]] = ..., postgres_ready: _Optional[bool] = ...) -> None: ...
+    def __init__(self, pooler_type: _Optional[_Union[_clustermetadata_pb2.PoolerType, str]] = ..., primary_status: _Optional[_Union[PrimaryStatus, _Mapping]] = ..., replication_status: _Optional[_Union[StandbyReplicationStatus, _Mapping]] = ..., is_initialized: _Optional[bool] = ..., has_data_directory: _Optional[bool] = ..., postgres_running: _Optional[bool] = ..., postgres_status: _Optional[_Union[PostgresStatus, str]] = ..., wal_position: _Optional[str] = ..., postgres_action: _Optional[_Union[PostgresAction, str]] = ..., postgres_action_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., cohort_members: _Optional[_Iterable[_Union[_clustermetadata_pb2.ID, _Mapping]]] = ..., postgres_ready: _Optional[bool] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()
