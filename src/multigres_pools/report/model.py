@@ -130,6 +130,7 @@ class DataPlaneView:
     hint: str = ""  # what to try
     unanswered: list[PoolerProblem] = field(default_factory=list)  # poolers that did not answer
     problems: list[str] = field(default_factory=list)  # calls that failed once the primary was found
+    stuck_starts: list[str] = field(default_factory=list)  # pods whose multipooler is stuck starting PostgreSQL
 
 
 @dataclass

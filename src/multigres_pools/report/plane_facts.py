@@ -56,8 +56,9 @@ def merge(report: Report, answers: Answers, dial_pod_ips: bool) -> None:
     _replication(report, answers)
     view.problems = [f"{what}: {error}" for what, error in (("synchronous replication", answers.sync_error),
                                                             ("backups", answers.backups_error)) if error]
-    view.problems += [_stuck_start(report.pod_of(_name(s.id)), s.starting_dead_s)
-                      for s in statuses if not s.error and s.starting_dead_s >= STUCK_START_S]
+    stuck = [s for s in statuses if not s.error and s.starting_dead_s >= STUCK_START_S]
+    view.stuck_starts = [report.pod_of(_name(s.id)) for s in stuck]
+    view.problems += [_stuck_start(pod, s.starting_dead_s) for pod, s in zip(view.stuck_starts, stuck, strict=True)]
     _positions(report.pods, answers.survey)
     listed = [RepositoryBackup(b.backup_id, b.type, b.complete, b.size_bytes, b.final_lsn) for b in answers.backups]
     report.backups.repository, report.backups.repository_total = listed[-BACKUPS_SHOWN:], len(listed)

@@ -97,6 +97,8 @@ def _degraded(report: Report) -> list[str]:
         out.append(NO_PRIMARY)
     if report.replication.durable is False:
         out.append(BELOW_POLICY)
+    out += [f"{pod}: PostgreSQL is not running and its multipooler is stuck starting it"
+            for pod in report.data_plane.stuck_starts]
     return out
 
 

@@ -102,6 +102,9 @@ def test_a_pooler_stuck_starting_a_dead_postgres_needs_attention_after_two_minut
                     "PostgreSQL is not running; Multigres v0.1.0 does not start it again after it died twice: see "
                     "why it died (a full volume?), then delete the pod (docs/operations.md, \"PostgreSQL stays down "
                     "in a pool pod\")"]
+    assert verdict.judge(report).state == verdict.DEGRADED  # the headline says so, not "Reconciling"
+    assert f"{report.pods[2].name}: PostgreSQL is not running and its multipooler is stuck starting it" in (
+        verdict.judge(report).reasons)
     found.survey = replace(found.survey, poolers=(*found.survey.poolers[:2], replace(stuck, starting_dead_s=30.0)))
     report = f.build(f.shard(), [f.pod(i, "PRIMARY" if i == 0 else "REPLICA") for i in range(3)], found)
     assert not [line for line in verdict.attention(report) if "starting PostgreSQL" in line]
