@@ -10,7 +10,6 @@ kubelet whose owner died left mounted.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import threading
@@ -20,12 +19,9 @@ from pathlib import Path
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 from ansible_collections.multigres.pools.plugins.module_utils.spec import quantity
 
-from .podexec import mount
+from .podexec import MNT_DETACH, MS_NODEV, MS_NOSUID, mount, umount
 
 SOURCE_PREFIX = "mgp-claim-"
-MS_NOSUID, MS_NODEV = 2, 4
-MNT_DETACH = 2
-_libc = ctypes.CDLL(None, use_errno=True)
 _mounting = threading.Lock()  # pods sharing a claim start on threads of their own: one mount each
 
 
@@ -70,10 +66,11 @@ def mounts(source_prefix: str = SOURCE_PREFIX) -> list[tuple[str, str]]:
 
 def unmount(point: str) -> None:
     """Detach the mount at `point`; one already gone (another sweep got there first) is no error."""
-    if _libc.umount2(point.encode(), MNT_DETACH) != 0:
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOENT):
-            raise OSError(err, f"umount {point}: {os.strerror(err)}")
+    try:
+        umount(point, MNT_DETACH)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOENT):
+            raise
 
 
 def unmount_instance(instance: str) -> list[str]:

@@ -32,6 +32,7 @@ from typing import Any
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
+MNT_DETACH = 2
 CLONE_NEWPID = 0x20000000
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -51,6 +52,10 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
 
     _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {source or fstype} on {target}")
+
+
+def umount(target: str, flags: int = 0) -> None:
+    _check(_libc.umount2(target.encode(), flags), f"umount {target}")
 
 
 def _bind_entry(source: str, target: str) -> None:

@@ -124,8 +124,9 @@ class ProcessKubelet:
                                     self.fake.bind_pvc, self._claim_filesystem if sized_claims else None)
 
     def _claim_filesystem(self, path: Path, pvc: Manifest) -> None:
-        if claimfs.mount_sized(path, claimfs.requested_bytes(pvc), self.uid, self.gid, self.instance):
-            log.info("claim %s: a %s-byte filesystem of its own", path.name, claimfs.requested_bytes(pvc))
+        size = claimfs.requested_bytes(pvc)
+        if claimfs.mount_sized(path, size, self.uid, self.gid, self.instance):
+            log.info("claim %s: a %s-byte filesystem of its own", path.name, size)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> ProcessKubelet:
