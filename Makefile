@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup demo demo-double images test soak lint ansible-lint sanity typecheck unit fuzz bench clean
+.PHONY: setup demo demo-double images test soak soak-matrix lint ansible-lint sanity typecheck unit fuzz bench clean
 
 setup:
 	@tools/setup.sh
@@ -50,10 +50,15 @@ test: setup lint typecheck sanity images
 		|| [ $$? -eq 5 ]
 	$(PY) -m pytest -p no:cacheprovider -m "not soak and ($(ALONE))" --durations=40 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-# The slow fault matrix on real Multigres (drain faults, two cells, the chaos soak: docs/reliability.md);
-# `make test` runs a subset.
+# The seeded data-plane fault schedule on real Multigres: FAULT_COUNT (100) faults of every kind,
+# then its table (docs/reliability.md, "Data-plane faults"); `make test` plays a short one.
+SOAK_FAULTS := tests/integration/multigres/test_faults_soak.py
 soak: setup
-	$(PY) -m pytest -p no:cacheprovider -m soak $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -s -x $(SOAK_FAULTS) $(PYTEST_ARGS)
+
+# The rest of the slow matrix (drain faults, two cells, the chaos soak); `make test` runs a subset.
+soak-matrix: setup
+	$(PY) -m pytest -p no:cacheprovider -m soak --deselect $(SOAK_FAULTS)::test_faults_soak $(PYTEST_ARGS)
 
 unit: setup
 	$(PY) -m pytest -p no:cacheprovider -n auto -m "not ($(ALONE))" $(PYTEST_ARGS)

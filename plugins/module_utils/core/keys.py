@@ -149,6 +149,12 @@ REPOSITORY_CHECK_CONTAINER = "repository-check"
 # saw, which is what v0.1.0 restores) and walPosition (the replay position then). status.restore
 # and the condition Restoring are built from it.
 ANN_RESTORE = "pools.multigres.com/restore"
+# On a v0.1.0 pool pod, written by the agent (agent/stuck_start.py): its multipooler has been
+# starting a PostgreSQL that is not running for longer than the agent's --stuck-start-after, which
+# v0.1.0 never starts again by itself; the value is when that start began (RFC 3339). The engine drains
+# the pod so it is recreated on its volume (plan/stuck.py); the agent takes the mark away if
+# PostgreSQL runs again first.
+ANN_POSTGRES_STUCK = "pools.multigres.com/postgres-stuck"
 # The drain blocked-reason while the pod takes a backup.
 DRAIN_BLOCKED_BACKUP = "backup-in-progress"
 ANN_TOPOLOGY_CLEANUP_REQUESTED_AT = "pools.multigres.com/topology-cleanup-requested-at"
@@ -297,6 +303,7 @@ class DrainReason(StrEnum):
     DECOMMISSION = "decommission"  # spec.pools.<pool>.decommission names the pod
     NODE_MAINTENANCE = "node-maintenance"  # its node is cordoned (kubectl drain): plan/maintenance.py
     SWITCHOVER = "switchover"  # the primary, asked to move away (ANN_SWITCHOVER_REQUEST): plan/switchover.py
+    POSTGRES_STUCK = "postgres-stuck"  # its PostgreSQL stays down (ANN_POSTGRES_STUCK): plan/stuck.py
 
 
 class BackupType(StrEnum):

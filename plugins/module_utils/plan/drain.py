@@ -109,6 +109,8 @@ def cancel_reason(view: PoolView, pod: PodFacts, cordoned: frozenset[str] = froz
         return f"it left spec.pools.{view.dp.pool}.decommission"
     elif pod.drain_reason == keys.DrainReason.NODE_MAINTENANCE and pod.node not in cordoned:
         return f"its node {pod.node} is schedulable again"
+    elif pod.drain_reason == keys.DrainReason.POSTGRES_STUCK and not pod.postgres_stuck:
+        return "its PostgreSQL runs again"
     elif blocked := switchover_blocked(pod):
         return f"the switchover was refused: the agent will not let the primary go ({blocked})"
     return None

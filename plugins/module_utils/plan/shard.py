@@ -3,10 +3,10 @@
 The rules live in small modules, each citing the seed sections it implements:
 plan_infra (shared objects), plan_pool (pods, data PVCs, drains per pool and cell), plan_drain
 (drain requests, victim choice, switchover), plan_rolling (spec-hash rolling update, shard-wide),
-plan_maintenance (cordoned nodes), plan_switchover (the switchover request), plan_delete (shard
-deletion), plan_pause (the pause annotation). This module puts them together
-and checks the spec against what already exists (pools and cells are append-only, volumes only
-grow): any such error means no action at all.
+plan_stuck (pods whose PostgreSQL stays down), plan_maintenance (cordoned nodes), plan_switchover
+(the switchover request), plan_delete (shard deletion), plan_pause (the pause annotation). This
+module puts them together and checks the spec against what already exists (pools and cells are
+append-only, volumes only grow): any such error means no action at all.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .maintenance import MaintenanceOutcome, plan_maintenance
 from .pause import Pause, pause_of
 from .pool import PoolOutcome, plan_pool
 from .rolling import RollingOutcome, plan_rolling
+from .stuck import StuckOutcome, plan_stuck
 from .switchover import SwitchoverOutcome, plan_switchover
 
 
@@ -39,6 +40,7 @@ class Plan:
     pools: list[PoolOutcome] = field(default_factory=list)
     rolling: RollingOutcome = field(default_factory=RollingOutcome)
     maintenance: MaintenanceOutcome = field(default_factory=MaintenanceOutcome)
+    stuck: StuckOutcome = field(default_factory=StuckOutcome)
     switchover: SwitchoverOutcome = field(default_factory=SwitchoverOutcome)
     waiting: list[str] = field(default_factory=list)
     requeue_after: float = 0.0
@@ -218,7 +220,10 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     outcomes = [plan_pool(ctx, view) for view in views]
     for o in outcomes:
         found += o.actions
-    # Pods on cordoned nodes move before a rolling update takes its next victim: one at a time in the shard.
+    # Healing goes first; pods on cordoned nodes move before a rolling update takes its next victim
+    # (both wait for the pools to settle, which a stuck pod never lets happen): one at a time in the shard.
+    stuck = plan_stuck(ctx, outcomes)
+    found += stuck.actions
     maintenance = plan_maintenance(ctx, outcomes)
     found += maintenance.actions
     rolling = plan_rolling(ctx, outcomes, held_by="node maintenance" if maintenance.in_progress else None)
@@ -226,14 +231,14 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     switchover = plan_switchover(ctx, outcomes, rolling, maintenance)
     found += switchover.actions
     # A stalled node maintenance leads: it is the cause of what the pools wait for.
-    waiting = (([maintenance.waiting] if maintenance.waiting else []) + [w for o in outcomes for w in o.waiting]
+    waiting = ([w for w in (stuck.waiting, maintenance.waiting) if w] + [w for o in outcomes for w in o.waiting]
                + ([rolling.waiting] if rolling.waiting else []))
     requeues = [o.requeue_after for o in outcomes if o.requeue_after]
     if rolling.deferred_for:
         requeues.append(rolling.deferred_for)
     if (rolling.in_progress and not rolling.deferred_for and not rolling.waits_for_window) or found \
-            or maintenance.in_progress:
+            or maintenance.in_progress or stuck.in_progress:
         requeues.append(REQUEUE_DRAIN)
-    return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, maintenance=maintenance,
+    return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, maintenance=maintenance, stuck=stuck,
                 switchover=switchover, waiting=waiting,
                 requeue_after=min(requeues) if requeues else 0.0, decommission_problems=decommission_problems(desired))

@@ -132,6 +132,8 @@ class PodFacts:
     drain_unknown: str | None = None
     # Carries the agent's backup mark (keys.ANN_BACKUP_RUNNING): its drain would wait for the backup.
     backing_up: bool = False
+    # Carries the agent's mark (keys.ANN_POSTGRES_STUCK): its PostgreSQL will not start by itself.
+    postgres_stuck: bool = False
 
     @classmethod
     def of(cls, obj: Manifest, index: int) -> PodFacts:
@@ -155,6 +157,7 @@ class PodFacts:
             crashlooping=crashlooping(obj),
             drain_unknown=drain.unknown,
             backing_up=bool(ann.get(keys.ANN_BACKUP_RUNNING)),
+            postgres_stuck=bool(ann.get(keys.ANN_POSTGRES_STUCK)),
         )
 
     @property

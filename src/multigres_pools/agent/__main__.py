@@ -26,7 +26,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube.client import
 )
 
 from .. import cli_help, dataplane, lease, logs, metrics_access
-from ..dataplane.base import DataPlane
+from ..dataplane.base import STUCK_START_S, DataPlane
 from ..dataplane.etcd import EtcdTLS
 from ..dataplane.grpc_tls import GrpcTLS
 from . import trust
@@ -73,6 +73,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-after", type=float, default=300.0, help="seconds before a blocked drain is DrainStalled")
     p.add_argument("--topology-stall-after", type=float, default=60.0,
                    help="seconds of failing topology etcd reads before a shard reports TopologyUnreachable")
+    p.add_argument("--stuck-start-after", type=float, default=STUCK_START_S,
+                   help="seconds a multipooler may be starting a PostgreSQL that is not running before its pod "
+                        "is drained and recreated (Multigres v0.1.0 never starts it again)")
     p.add_argument("--backup-interval", type=float, default=300.0, help="seconds between backup health checks")
     p.add_argument("--backup-stale-after", type=float, default=25 * 3600.0,
                    help="default BackupHealthy threshold in seconds (the shard's backup.healthThreshold wins)")
@@ -193,8 +196,10 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     dial (default: the hostname itself, which cluster DNS resolves)."""
     p = parser()
     args = p.parse_args(argv)
-    if not 0 < args.kube_timeout < float("inf"):
-        p.error(f"--kube-timeout: {args.kube_timeout} is not a positive number of seconds")
+    for flag in ("kube_timeout", "stuck_start_after"):
+        value = getattr(args, flag)
+        if not 0 < value < float("inf"):
+            p.error(f"--{flag.replace('_', '-')}: {value} is not a positive number of seconds")
     for flag in ("stall_after", "topology_stall_after"):  # 0: at the first blocked step / failed read
         value = getattr(args, flag)
         if not 0 <= value < float("inf"):
@@ -227,7 +232,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
         backup_interval_s=args.backup_interval, backup_stale_after_s=args.backup_stale_after,
         prune=not args.no_prune, register_topology=not args.no_register,
         allow_unowned_pods=not args.owned_pods_only, shard_selector=args.shard_selector,
-        hurry_handover=not args.no_hurry_handover,
+        hurry_handover=not args.no_hurry_handover, stuck_start_after_s=args.stuck_start_after,
     )
     version = default_version(args)
 

@@ -13,7 +13,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 
-from ..dataplane.base import DataPlane, Leadership, Pooler, PoolerId, ShardTopology, match_pod
+from ..dataplane.base import STUCK_START_S, DataPlane, Leadership, Pooler, PoolerId, ShardTopology, match_pod
 from . import podinfo, trust
 from .kube import Kube
 from .metrics import Metrics
@@ -37,6 +37,9 @@ class AgentConfig:
     shard_selector: str = ""
     # Ask multiorch to replace a leaving primary now rather than after its failover grace (handover.py).
     hurry_handover: bool = True
+    # Seconds a pooler may be starting a PostgreSQL that is not running before its pod is marked for
+    # replacement (stuck_start.py).
+    stuck_start_after_s: float = STUCK_START_S
 
 
 class SimulatedCrash(BaseException):
@@ -71,6 +74,9 @@ class Context:
     # Pod uid -> the restore fact this process last wrote on it (restore_watch.py): a pod object listed
     # before that write must not make it start the story again.
     restores: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Pod uid -> the stuck mark this agent last wrote ("" once taken away): a pod listed before our
+    # own write must not be marked twice (stuck_start.py).
+    stuck_marks: dict[str, str] = field(default_factory=dict)
     # Builds the adapter for a Multigres version a MultigresShard declares (spec.multigres.version)
     # when it is not `dataplane`'s; None = every shard is served by `dataplane`.
     plane_factory: Callable[[keys.MultigresVersion], DataPlane] | None = None

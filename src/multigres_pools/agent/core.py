@@ -17,7 +17,18 @@ from ansible_collections.multigres.pools.plugins.module_utils.core import keys, 
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
 from ..dataplane.base import RefusalReason, TopologyUnavailable, VersionMismatch
-from . import backup_health, fence, podinfo, recovery_gate, restore_watch, roles, topology, topology_health, trust
+from . import (
+    backup_health,
+    fence,
+    podinfo,
+    recovery_gate,
+    restore_watch,
+    roles,
+    stuck_start,
+    topology,
+    topology_health,
+    trust,
+)
 from .backup_runner import BackupRunner
 from .context import Context, NotLeader, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
@@ -290,6 +301,7 @@ class Agent:
         roles.publish_roles(ctx, view)
         recovery_gate.publish_recovery_gate(ctx, view)
         restore_watch.publish_restores(ctx, view)
+        stuck_start.publish_stuck_starts(ctx, view)
         roles.prune(ctx, view)
         self._maybe_register(view)
         self.backups.step(view)

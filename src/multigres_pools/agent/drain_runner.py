@@ -86,20 +86,23 @@ def _plane(view: ShardView) -> DataPlane:
     return view.dataplane
 
 
-def _standby_out(view: ShardView, pod: Manifest) -> bool:
+def _standby_out(ctx: Context, view: ShardView, pod: Manifest) -> bool:
     """v0.1.0: does the standby itself refuse cohort membership (INELIGIBLE), or is it gone?
 
     Without its record (deleted in `acknowledged`) it cannot be asked, and needs not be: a pooler
     that restarts registers its record again at start-up, so a missing record means the INELIGIBLE
-    flag (in memory) is still in force or the pooler is down.
+    flag (in memory) is still in force or the pooler is down. A pooler stuck starting a PostgreSQL
+    that is not running (past --stuck-start-after) counts as gone: v0.1.0 never starts it again, and
+    its StopReplication waits behind that start, so it cannot be made INELIGIBLE (stuck_start.py).
     """
     own = view.own(pod)
     if own is None:
         return True
     try:
-        return _plane(view).standby_state(own).eligibility is Eligibility.INELIGIBLE
+        state = _plane(view).standby_state(own)
     except DataPlaneError as exc:
         return exc.reason is RefusalReason.POOLER_UNREACHABLE
+    return state.eligibility is Eligibility.INELIGIBLE or state.starting_dead_s >= ctx.config.stuck_start_after_s
 
 
 def _gather(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, need: Need) -> None:
@@ -107,7 +110,7 @@ def _gather(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, need: Ne
         facts.guard = primary_guard(view, pod)
         return
     if need is Need.STANDBY:
-        facts.standby_out = _standby_out(view, pod)
+        facts.standby_out = _standby_out(ctx, view, pod)
         return
     own, own_id = view.own(pod), view.own_id(pod)
     target = own if facts.is_primary else view.primary_other_than(pod)

@@ -143,7 +143,8 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     actions = {p.id: _ACTIONS[r.status.postgres_action] for p, r in answers if r.status.postgres_action in _ACTIONS}
     positions = {p.id: (r.status.replication_status.last_replay_lsn or r.status.wal_position) for p, r in answers
                  if r.status.replication_status.last_replay_lsn or r.status.wal_position}
-    unknown = Leadership(None, None, writable, in_recovery, streaming, actions, positions)
+    starting_dead = {p.id: seconds for p, r in answers if (seconds := starting_dead_s(r.status))}
+    unknown = Leadership(None, None, writable, in_recovery, streaming, actions, positions, starting_dead)
     ruled = [(p, r) for p, r in answers if r.consensus_status.current_position.rule.HasField("leader_id")]
     if not ruled:
         return unknown
@@ -155,7 +156,7 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     leaders = [p for p, r in ruled if is_leader(r.consensus_status) and _rule_number(r)[0] == newest[0]
                and p.id in writable]
     confirmed = leaders[0] if len(leaders) == 1 and leaders[0].id == named else None
-    return Leadership(confirmed, named, writable, in_recovery, streaming, actions, positions)
+    return Leadership(confirmed, named, writable, in_recovery, streaming, actions, positions, starting_dead)
 
 
 def pooler_status(ident: PoolerId, address: str, answer: mpd.StatusResponse | DataPlaneError) -> PoolerStatus:
@@ -166,11 +167,15 @@ def pooler_status(ident: PoolerId, address: str, answer: mpd.StatusResponse | Da
     if status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY:
         return PoolerStatus(ident, address, primary=True, lsn=status.primary_status.lsn or status.wal_position)
     repl = status.replication_status
-    starting_dead = status.postgres_action == mpd.POSTGRES_ACTION_STARTING and not status.postgres_running
     return PoolerStatus(ident, address, lsn=repl.last_replay_lsn or status.wal_position,
-                        received_lsn=repl.last_receive_lsn,
-                        starting_dead_s=status.postgres_action_duration.ToTimedelta().total_seconds()
-                        if starting_dead else 0.0)
+                        received_lsn=repl.last_receive_lsn, starting_dead_s=starting_dead_s(status))
+
+
+def starting_dead_s(status: mpd.Status) -> float:
+    """Seconds the manager has been starting a PostgreSQL whose process is not running, else 0."""
+    if status.postgres_action != mpd.POSTGRES_ACTION_STARTING or status.postgres_running:
+        return 0.0
+    return float(status.postgres_action_duration.ToTimedelta().total_seconds())
 
 
 def _answered_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse | DataPlaneError]]) -> Leadership:
@@ -360,6 +365,7 @@ class V0_1(EtcdTopologyPlane):
             is_leader=is_leader(response.consensus_status),
             knows_primary=bool(response.consensus_status.replication_primary.primary.host
                                and response.consensus_status.replication_primary.primary.postgres_port),
+            starting_dead_s=starting_dead_s(response.status),
         )
 
     def make_ineligible(self, pooler: Pooler) -> None:

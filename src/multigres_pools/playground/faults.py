@@ -249,7 +249,7 @@ class Planned:
 
 
 def plan(seed: int, kinds: Sequence[str], count: int, instant: Sequence[str] = (),
-         pause_s: tuple[float, float] = (3.0, 10.0), hold_s: tuple[float, float] = (2.0, 8.0)) -> list[Planned]:
+         pause_s: tuple[float, float] = (1.0, 5.0), hold_s: tuple[float, float] = (2.0, 8.0)) -> list[Planned]:
     """`count` faults drawn from `seed`: every kind equally often (one more for some when `count` is
     not a multiple), in a shuffled order, with random pauses and holds; `instant` kinds hold 0 s."""
     rng = random.Random(seed)

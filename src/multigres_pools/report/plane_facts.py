@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..dataplane.base import Backup, Pooler, PoolerId, Survey, SyncReplication
+from ..dataplane.base import STUCK_START_S, Backup, Pooler, PoolerId, Survey, SyncReplication
 from . import units
 from .model import PodRow, PoolerProblem, Replication, Report, RepositoryBackup, Sync
 
 BACKUPS_SHOWN = 5
-# A start takes seconds; v0.1.0's monitor that starts a PostgreSQL which dies again waits for it for
-# ever and never starts it again (docs/reliability.md, a full standby's disk).
-STUCK_START_S = 120.0
 
 
 @dataclass
@@ -68,9 +65,9 @@ def merge(report: Report, answers: Answers, dial_pod_ips: bool) -> None:
 
 def _stuck_start(pod: str, seconds: float) -> str:
     return (f"pod {pod}: its multipooler has been starting PostgreSQL for {units.duration(seconds)} and "
-            "PostgreSQL is not running; Multigres v0.1.0 does not start it again after it died twice: "
-            "see why it died (a full volume?), then delete the pod (docs/operations.md, \"PostgreSQL stays "
-            "down in a pool pod\")")
+            "PostgreSQL is not running; Multigres v0.1.0 does not start it again after it died twice, so the "
+            "agent has the pod drained and recreated on its volume (event PostgresStuck): see why it died "
+            "(a full volume?) (docs/operations.md, \"PostgreSQL stays down in a pool pod\")")
 
 
 def _replication(report: Report, answers: Answers) -> None:

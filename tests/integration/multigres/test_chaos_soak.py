@@ -1,4 +1,4 @@
-"""The chaos soak on real Multigres v0.1.0 (`make soak`): replica churn, rolling updates and drains
+"""The chaos soak on real Multigres v0.1.0 (`make soak-matrix`): replica churn, rolling updates and drains
 while the operator, the agent, the topology etcd and the kube-apiserver are SIGKILLed and restarted
 at random, under a steady SQL write load through the multigateway.
 

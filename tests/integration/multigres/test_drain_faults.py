@@ -1,5 +1,5 @@
 """Drains on real Multigres v0.1.0 that meet faults, under a steady SQL write load (the representative
-subset run by `make test`; the rest of the matrix is test_drain_faults_soak.py, `make soak`).
+subset run by `make test`; the rest of the matrix is test_drain_faults_soak.py, `make soak-matrix`).
 
 1. The agent is SIGKILLed right before each of its drain side effects in turn (it kills itself at
    that exact point; see MultigresStack.restart_agent) and started again: the drain finishes.

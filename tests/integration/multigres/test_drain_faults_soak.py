@@ -1,5 +1,5 @@
 """The rest of the drain fault matrix on real Multigres v0.1.0, under a steady SQL write load
-(`make soak`; the representative subset is test_drain_faults.py). One shard of 5 replicas, each
+(`make soak-matrix`; the representative subset is test_drain_faults.py). One shard of 5 replicas, each
 test taking one step down or one roll:
 
 - 5 -> 4: the draining standby's multipooler is SIGKILLed the moment its drain reaches `draining`

@@ -6,7 +6,7 @@ the roll needs 3 replicas.)
 
 The same claims are proven in `make test` on the real node (containers on a real kubelet, the
 operator and the agent from the bundle): tests/integration/realnode/test_shard_on_real_node.py. This
-process-kubelet copy runs with `make soak`, beside the fault variants built on it."""
+process-kubelet copy runs with `make soak-matrix`, beside the fault variants built on it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""5 -> 3 across two cells on real Multigres v0.1.0, under a steady SQL write load (`make soak`).
+"""5 -> 3 across two cells on real Multigres v0.1.0, under a steady SQL write load (`make soak-matrix`).
 
 replicasPerCell applies to every cell of a pool, so one pool over two cells only goes 6 -> 4 or
 4 -> 2; exactly 5 -> 3 takes two pools of one shard: `default` over zone1 and zone2 (2 per cell,

@@ -72,3 +72,17 @@ def test_a_pooler_starting_a_postgres_whose_process_is_gone_says_for_how_long() 
     assert pooler_status(ident, "h:1", mpd.StatusResponse(status=status)).starting_dead_s == 185.0
     status.postgres_running = True  # starting, and the process is there: a start in progress
     assert pooler_status(ident, "h:1", mpd.StatusResponse(status=status)).starting_dead_s == 0.0
+
+
+def test_the_standby_itself_says_how_long_it_has_been_starting_a_dead_postgres() -> None:
+    """The drain's proof that a stuck standby is out (agent/drain_runner.py) asks the standby itself."""
+    stuck = v01_pooler.answer("p-b", "p-a", mpd.POSTGRES_STATUS_UNKNOWN)
+    stuck.status.postgres_action = mpd.POSTGRES_ACTION_STARTING
+    stuck.status.postgres_action_duration.FromSeconds(95)
+    server, port = v01_pooler.serve(stuck)
+    plane = V0_1(rpc_timeout=3, dial_host=lambda host: "127.0.0.1")
+    try:
+        assert plane.standby_state(_pooler("p-b", port)).starting_dead_s == 95.0
+    finally:
+        plane.close()
+        server.stop(None)

@@ -140,6 +140,14 @@ class Sim:
                 labels.pop(keys.LABEL_ROLE, None)
             self._bump(pod)
 
+    def mark_stuck(self, name: str) -> None:
+        """The agent's mark: the pod's PostgreSQL stays down (agent/stuck_start.py); it is not Ready."""
+        pod = self.objects.get(("Pod", name))
+        if pod:
+            pod["metadata"].setdefault("annotations", {})[keys.ANN_POSTGRES_STUCK] = "2026-05-01T11:00:00Z"
+            self._bump(pod)
+            self.set_ready(name, False)
+
     def elect_primary(self) -> None:
         """Multiorch's part: with no PRIMARY, the lowest Ready non-DRAINED pod becomes one."""
         pods = [p for p in self.pods() if not facts.is_terminating(p)]

@@ -5,7 +5,8 @@ plan keeps the safety invariants:
 - never delete a pod that is not ready-for-deletion or terminal (outside shard deletion);
 - never delete the PVC of an existing pod;
 - never pick the primary for scale-down while a non-primary candidate exists;
-- never two rolling-update victims at once (in the whole shard).
+- never two rolling-update victims at once (in the whole shard);
+- never two drains at once in the shard for pods whose PostgreSQL stays down.
 
 And, once the disturbances stop, the shard converges: every pool has its replicas, Ready, on the
 desired spec-hash.
@@ -97,6 +98,12 @@ class ShardMachine(RuleBasedStateMachine):
             self.sim.user_delete(data.draw(st.sampled_from(pods)))
 
     @rule(data=st.data())
+    def agent_marks_postgres_stuck(self, data: st.DataObject) -> None:
+        pods = [facts.name(p) for p in self.sim.pods() if not facts.is_terminating(p)]
+        if pods:
+            self.sim.mark_stuck(data.draw(st.sampled_from(pods)))
+
+    @rule(data=st.data())
     def orchestrator_marks_drained(self, data: st.DataObject) -> None:
         replicas = [facts.name(p) for p in self.sim.pods()
                     if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.REPLICA]
@@ -139,6 +146,10 @@ class ShardMachine(RuleBasedStateMachine):
                               and not p.in_drain]
                     assert not others, f"primary {victim.name} picked while {others[0].name} could go"
                 rolling_requests += ann.get(keys.ANN_DRAIN_REASON) == keys.DrainReason.ROLLING_UPDATE
+                if ann[keys.ANN_DRAIN_REASON] == keys.DrainReason.POSTGRES_STUCK:
+                    busy = [facts.name(p) for p in before.pods if facts.name(p) != action.name and (
+                        facts.is_terminating(p) or facts.annotations(p).get(keys.ANN_DRAIN_STATE))]
+                    assert not busy, f"healing {action.name} beside the drains of {busy}"
         _, rolling_before = _drain_counts_from(before)
         assert rolling_requests + rolling_before <= 1
 

@@ -99,9 +99,9 @@ def test_a_pooler_stuck_starting_a_dead_postgres_needs_attention_after_two_minut
     report = f.build(f.shard(), [f.pod(i, "PRIMARY" if i == 0 else "REPLICA") for i in range(3)], found)
     said = [line for line in verdict.attention(report) if "starting PostgreSQL" in line]
     assert said == [f"pod {report.pods[2].name}: its multipooler has been starting PostgreSQL for 4m and "
-                    "PostgreSQL is not running; Multigres v0.1.0 does not start it again after it died twice: see "
-                    "why it died (a full volume?), then delete the pod (docs/operations.md, \"PostgreSQL stays down "
-                    "in a pool pod\")"]
+                    "PostgreSQL is not running; Multigres v0.1.0 does not start it again after it died twice, so "
+                    "the agent has the pod drained and recreated on its volume (event PostgresStuck): see why it "
+                    "died (a full volume?) (docs/operations.md, \"PostgreSQL stays down in a pool pod\")"]
     assert verdict.judge(report).state == verdict.DEGRADED  # the headline says so, not "Reconciling"
     assert f"{report.pods[2].name}: PostgreSQL is not running and its multipooler is stuck starting it" in (
         verdict.judge(report).reasons)
