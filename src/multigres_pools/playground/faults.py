@@ -260,6 +260,16 @@ def plan(seed: int, kinds: Sequence[str], count: int, instant: Sequence[str] = (
             for kind in order[:count]]
 
 
+def choose_kinds(spec: str, known: Sequence[str]) -> tuple[str, ...]:
+    """The kinds a comma-separated `spec` names (FAULT_KINDS), all of `known` when it names none;
+    ValueError naming every unknown one."""
+    chosen = tuple(k.strip() for k in spec.split(",") if k.strip()) or tuple(known)
+    unknown = [k for k in chosen if k not in known]
+    if unknown:
+        raise ValueError(f"FAULT_KINDS: {', '.join(unknown)} not among {', '.join(known)}")
+    return chosen
+
+
 def leftovers(stack: MultigresStack) -> list[str]:
     """What a healed fault must not leave: our nftables tables (here and in every pod's netns),
     stopped processes in any pod, and a disk-full filler in any claim."""

@@ -169,13 +169,9 @@ def seed_from_env(default: int) -> int:
     return int(os.environ.get("FAULT_SEED", str(default)))
 
 
-def kinds_from_env(default: Sequence[str]) -> tuple[str, ...]:
+def kinds_from_env() -> tuple[str, ...]:
     """FAULT_KINDS (comma-separated) narrows a schedule to some kinds, to study or reproduce them."""
-    chosen = tuple(k for k in os.environ.get("FAULT_KINDS", "").split(",") if k) or tuple(default)
-    unknown = [k for k in chosen if k not in KINDS]
-    if unknown:
-        raise ValueError(f"FAULT_KINDS: {', '.join(unknown)} not among {', '.join(KINDS)}")
-    return chosen
+    return faults.choose_kinds(os.environ.get("FAULT_KINDS", ""), tuple(KINDS))
 
 
 @contextlib.contextmanager

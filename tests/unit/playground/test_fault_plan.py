@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from multigres_pools.playground.faults import plan
+import pytest
+
+from multigres_pools.playground.faults import choose_kinds, plan
 
 KINDS = ("postgres-kill", "freeze", "partition")
 
@@ -27,3 +29,10 @@ def test_a_count_that_is_not_a_multiple_differs_by_one_at_most() -> None:
         counts = Counter(dict.fromkeys(KINDS, 0))  # a kind never drawn counts 0
         counts.update(f.kind for f in plan(seed, KINDS, 4))
         assert sum(counts.values()) == 4 and max(counts.values()) - min(counts.values()) <= 1
+
+
+def test_fault_kinds_narrow_the_schedule_and_an_unknown_one_is_named() -> None:
+    assert choose_kinds("", KINDS) == KINDS
+    assert choose_kinds("freeze, partition", KINDS) == ("freeze", "partition")
+    with pytest.raises(ValueError, match="FAULT_KINDS: frezze, slow-disk not among postgres-kill, freeze, partition"):
+        choose_kinds("frezze,freeze,slow-disk", KINDS)
