@@ -15,14 +15,15 @@ restarts multiorch); leaving them returns at once.
 |   | etcd (only the agent and the test connect from here; pods reach it over the bridge) | the table |
 | disk-full | a file filling a pod's data volume to its last byte (the claim is a | deleting the file |
 |   | filesystem of its own: `MultigresStack(sized_claims=True)`, claimfs) | |
+| slow-disk | a pod's processes may write to its data volume's block device (a sized | the processes back |
+|   | claim's loop device) only `iops` times a second (slowdisk: blkio throttle) | to the root cgroup |
 
 Tables are named `mgp_fault_<pid>_<n>` (pid: this test process), so `sweep_tables()` can remove
 those of a run that was killed before it could heal (tables in a pod's netns go with the pod).
 
-Not here, and why (docs/reliability.md says the same): a slow fsync needs a block device under the
-data volume (dm-delay over a loop device, or a FUSE layer), which a tmpfs claim is not; a
-clock offset for one pod cannot be made: time namespaces offset CLOCK_MONOTONIC and CLOCK_BOOTTIME
-only, never the wall clock PostgreSQL and Multigres timestamp with.
+Not here, and why (docs/reliability.md says the same): a clock offset for one pod cannot be made:
+time namespaces offset CLOCK_MONOTONIC and CLOCK_BOOTTIME only, never the wall clock PostgreSQL and
+Multigres timestamp with.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pathlib import Path
 
 from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 
+from . import claimfs, slowdisk
 from .multigres_stack import MultigresStack
 from .podnet import netns_pids
 
@@ -147,6 +149,13 @@ def postgres_kill(stack: MultigresStack, pod_ip: str) -> Iterator[int]:
     yield pid
 
 
+def _own_filesystem(path: Path) -> Path:
+    if not os.path.ismount(path):
+        raise FaultError(f"{path} is a plain directory, not a filesystem of its own that can fill up or slow "
+                         "down: start the stack with sized_claims=True")
+    return path
+
+
 @contextlib.contextmanager
 def disk_full(stack: MultigresStack, pod: str) -> Iterator[int]:
     """Fill `pod`'s data volume to its last byte; yields how many bytes the filler took."""
@@ -156,10 +165,7 @@ def disk_full(stack: MultigresStack, pod: str) -> Iterator[int]:
 
 @contextlib.contextmanager
 def disk_full_at(path: Path) -> Iterator[int]:
-    if not os.path.ismount(path):
-        raise FaultError(f"{path} is a plain directory, not a filesystem that can fill up: start the "
-                         "stack with sized_claims=True")
-    filler = path / FILLER
+    filler = _own_filesystem(path) / FILLER
     try:
         with filler.open("wb") as f:
             size = 0
@@ -175,6 +181,14 @@ def disk_full_at(path: Path) -> Iterator[int]:
         yield size
     finally:
         filler.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def slow_disk(stack: MultigresStack, pod: str, pod_ip: str, iops: int) -> Iterator[str]:
+    """`pod`'s processes write to its data volume at most `iops` times a second; yields what was slowed."""
+    path = _own_filesystem(stack.claim_path(pod, layout.VOL_DATA))
+    with slowdisk.throttled(pod_netns(stack, pod_ip), claimfs.device(path), iops) as what:
+        yield what
 
 
 @contextlib.contextmanager
@@ -272,8 +286,9 @@ def choose_kinds(spec: str, known: Sequence[str]) -> tuple[str, ...]:
 
 def leftovers(stack: MultigresStack) -> list[str]:
     """What a healed fault must not leave: our nftables tables (here and in every pod's netns),
-    stopped processes in any pod, and a disk-full filler in any claim."""
+    stopped processes in any pod, a disk-full filler in any claim, and a throttle cgroup."""
     found = [f"table {t}" for t in tables() if t.startswith(f"{TABLE_PREFIX}{os.getpid()}_")]
+    found += [f"cgroup {g}" for g in slowdisk.groups(os.getpid())]
     if stack.kubelet is not None:
         found += [f"filler {f}" for f in stack.kubelet.pvc_path(stack.namespace, "*").parent.glob(f"*/{FILLER}")]
     bridge = stack.kubelet.bridge if stack.kubelet is not None else None

@@ -42,7 +42,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.render import layo
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from . import claimfs, poddns, podnet
+from . import claimfs, poddns, podnet, slowdisk
 from .kubelet import FakeKubelet, now, record_event
 from .podenv import ImageSpec, Lookup
 from .podfs import Reader, text_data
@@ -56,8 +56,10 @@ WATCH_SECONDS = 30
 
 
 def sweep(prefix: str = podnet.PREFIX) -> list[str]:
-    """What kubelet instances whose owner died left: network namespaces, links, claim filesystems."""
-    return podnet.sweep(prefix) + [f"mount/{point}" for point in claimfs.sweep(podnet.owner_alive)]
+    """What kubelet instances (and fault runs) whose owner died left: network namespaces, links, claim
+    filesystems, slow-disk cgroups."""
+    return (podnet.sweep(prefix) + [f"mount/{point}" for point in claimfs.sweep(podnet.owner_alive)]
+            + [f"cgroup/{group}" for group in slowdisk.sweep()])
 
 _LIVE: set[ProcessKubelet] = set()
 

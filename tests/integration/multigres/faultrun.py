@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.playground import faults
 from multigres_pools.playground.history import Deletion, History, RoleSample, SyncSample
@@ -26,14 +27,31 @@ from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import Member
 from multigres_pools.playground.writeload import TABLE
 
-from .safety import SHARD, Watched, app_names, converge, first_terminating, note, scale, uids, watched_stack
+from .safety import (
+    SHARD,
+    Watched,
+    app_names,
+    backup_state,
+    converge,
+    finished_backup,
+    first_terminating,
+    note,
+    request_backup,
+    scale,
+    shard_cr,
+    uids,
+    watched_stack,
+)
 
 DRAINING_STANDBY = "postgres-kill-draining-standby"
+BACKING_UP = "postgres-kill-backing-up"
 # Kinds, and whether they are held (healed after a pause) or instant (a kill: the pod's supervisor heals).
-KINDS = {"postgres-kill-primary": False, DRAINING_STANDBY: False, "multiorch-kill": False,
+KINDS = {"postgres-kill-primary": False, DRAINING_STANDBY: False, BACKING_UP: False, "multiorch-kill": False,
          "freeze-primary": True, "partition-primary": True, "agent-topology-isolation": True,
-         "disk-full-primary": True, "disk-full-standby": True}
-NEEDS_SIZED_CLAIMS = {"disk-full-primary", "disk-full-standby"}  # fault_stack(sized_claims=True)
+         "disk-full-primary": True, "disk-full-standby": True, "slow-disk-primary": True, "slow-disk-standby": True}
+# fault_stack(sized_claims=True): the kinds that fill or slow a volume of its own
+NEEDS_SIZED_CLAIMS = {"disk-full-primary", "disk-full-standby", "slow-disk-primary", "slow-disk-standby"}
+SLOW_IOPS = 10  # writes per second a slowed volume takes (each COMMIT's WAL flush is one or more)
 RECOVER_S = 300.0  # to serve at full strength again after one fault, on two shared cores
 # A PostgreSQL that stays down (v0.1.0 on a full standby's disk) is replaced after this many seconds,
 # not the default 120: a soak of 100 faults has half a minute per fault (plan/stuck.py).
@@ -54,6 +72,7 @@ class FaultRun:
         self.started = time.monotonic()
         self.names: dict[str, str] = {}  # uid -> standby name of every pool pod seen
         self.deleted: set[str] = set()  # uids whose deletion is in the history
+        self.backups: list[dict[str, Any]] = []  # how each backup interrupted by a fault ended
 
     def log(self, what: str) -> None:
         print(f"[faults {time.monotonic() - self.started:7.1f}s] {what}", flush=True)
@@ -69,6 +88,8 @@ class FaultRun:
             self.names.update(app_names(self.stack))
             if step.kind == DRAINING_STANDBY:
                 self._kill_a_draining_standby(before)
+            elif step.kind == BACKING_UP:
+                self._kill_the_pod_taking_a_backup()
             else:
                 self._inject(step.kind, step.hold_s)
             self._wait_recovered(step.kind)
@@ -102,13 +123,22 @@ class FaultRun:
         elif kind == "disk-full-primary":
             injector = faults.disk_full(self.stack, primary.pod)
         elif kind == "disk-full-standby":
-            target = min(name for name, ip in self.stack.pool_addresses() if ip != primary.ip)
+            target = self._a_standby(primary)[0]
             injector = faults.disk_full(self.stack, target)
+        elif kind == "slow-disk-primary":
+            injector = faults.slow_disk(self.stack, primary.pod, primary.ip, SLOW_IOPS)
+        elif kind == "slow-disk-standby":
+            target, address = self._a_standby(primary)
+            injector = faults.slow_disk(self.stack, target, address, SLOW_IOPS)
         else:
             raise ValueError(f"fault kind {kind!r} is not one of {', '.join(KINDS)}")
         with self._recorded(kind, target), injector as what:
             self.log(f"  injected on {target}: {what}")
             time.sleep(hold_s)
+
+    def _a_standby(self, primary: Member) -> tuple[str, str]:
+        """The first standby by name, and its address."""
+        return min((name, ip) for name, ip in self.stack.pool_addresses() if ip != primary.ip)
 
     @contextlib.contextmanager
     def _recorded(self, kind: str, target: str) -> Iterator[None]:
@@ -132,6 +162,22 @@ class FaultRun:
             self.log(f"  {before[uid]} ({role}) in {timeline.drain_states(uid)[-1]}: postmaster {pid} SIGKILLed")
         converge(self.stack, generation, replicas=self.replicas - 1)
         converge(self.stack, scale(self.stack, self.replicas), replicas=self.replicas)
+
+    def _kill_the_pod_taking_a_backup(self) -> None:
+        """An on-demand full backup; the PostgreSQL of the pod taking it is SIGKILLed while it runs.
+        The backup must end (failed or done, never left running) before the next fault."""
+        previous = ((shard_cr(self.stack).get("status") or {}).get("backup") or {}).get("last") or {}
+        request_backup(self.stack, keys.BackupType.FULL.value, "fault-run")
+        running = wait_for(lambda: backup_state(self.stack).get("running"), 120, "the requested backup to start",
+                           interval=0.05)
+        address = self.stack.kubelet.pod_ip(self.stack.namespace, running["pod"]) if self.stack.kubelet else None
+        assert address, f"{running['pod']} has no address"
+        with self._recorded(BACKING_UP, running["pod"]), faults.postgres_kill(self.stack, address) as pid:
+            self.log(f"  {running['pod']} takes a {running.get('type', '?')} backup: postmaster {pid} SIGKILLed")
+        last = wait_for(lambda: finished_backup(self.stack, "request", previous.get("startedAt", "")), RECOVER_S,
+                        "the interrupted backup to end", interval=1)
+        self.backups.append(last)
+        self.log(f"  the backup ended: {last.get('error') or 'complete, ' + str(last.get('backupId'))}")
 
     def _wait_recovered(self, kind: str) -> None:
         started = time.monotonic()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -122,6 +123,28 @@ def shard_cr(stack: MultigresStack, name: str = SHARD) -> dict[str, Any]:
         kube.close()
     assert cr is not None
     return cr
+
+
+def backup_state(stack: MultigresStack) -> dict[str, Any]:
+    """The agent's backup state on the shard (keys.ANN_BACKUP_STATE): `running` while one runs."""
+    raw = facts.annotations(shard_cr(stack)).get(keys.ANN_BACKUP_STATE)
+    return json.loads(raw) if raw else {}
+
+
+def finished_backup(stack: MultigresStack, trigger: str, after: str = "") -> dict[str, Any] | None:
+    """status.backup.last (the operator's copy) once a backup of `trigger` started after `after` ended."""
+    last = ((shard_cr(stack).get("status") or {}).get("backup") or {}).get("last") or {}
+    return last if last.get("trigger") == trigger and last.get("finishedAt") and last["startedAt"] > after else None
+
+
+def request_backup(stack: MultigresStack, kind: str, field_manager: str = "safety-test") -> None:
+    """What a user writes for an on-demand backup (keys.ANN_BACKUP_REQUEST on the MultigresShard)."""
+    kube = stack.kube()
+    try:
+        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD,
+                         {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: kind}}}, field_manager=field_manager)
+    finally:
+        kube.close()
 
 
 def apply(stack: MultigresStack, change: Callable[[dict[str, Any]], None]) -> int:

@@ -6,7 +6,6 @@ restores from that backup and holds the rows written before it. (Order matters: 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +21,21 @@ from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.writeload import TABLE
 
-from .safety import SHARD, STACK_TIMEOUT, Watched, apply, converge, note, scale, shard_cr, uids, watched_stack
+from .safety import (
+    SHARD,
+    STACK_TIMEOUT,
+    Watched,
+    apply,
+    backup_state,
+    converge,
+    finished_backup,
+    note,
+    request_backup,
+    scale,
+    shard_cr,
+    uids,
+    watched_stack,
+)
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
@@ -51,8 +64,7 @@ def _cr(watched: Watched) -> dict[str, Any]:
 
 
 def _state(watched: Watched) -> dict[str, Any]:
-    raw = facts.annotations(_cr(watched)).get(keys.ANN_BACKUP_STATE)
-    return json.loads(raw) if raw else {}
+    return backup_state(watched.stack)
 
 
 def _status_backup(watched: Watched) -> dict[str, Any]:
@@ -90,9 +102,7 @@ def _events(watched: Watched, reason: str) -> list[dict[str, Any]]:
 
 
 def _finished(watched: Watched, trigger: str, after: str = "") -> dict[str, Any] | None:
-    """status.backup.last (the operator's copy) once a backup of `trigger` started after `after` ended."""
-    last = _status_backup(watched).get("last") or {}
-    return last if last.get("trigger") == trigger and last.get("finishedAt") and last["startedAt"] > after else None
+    return finished_backup(watched.stack, trigger, after)
 
 
 def test_a_scheduled_backup_runs_on_a_standby_is_listed_and_backup_health_follows(watched: Watched) -> None:
@@ -141,12 +151,7 @@ def test_a_scale_down_requested_while_a_backup_runs_never_drains_the_pod_taking_
 
 
 def _request_backup(watched: Watched, kind: str) -> None:
-    kube = watched.stack.kube()
-    try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, watched.stack.namespace, SHARD,
-                         {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: kind}}}, field_manager=FIELD_MANAGER)
-    finally:
-        kube.close()
+    request_backup(watched.stack, kind, FIELD_MANAGER)
 
 
 def _request_drain(watched: Watched, pod: str) -> None:

@@ -8,9 +8,11 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from multigres_pools.playground import claimfs, slowdisk
 from multigres_pools.playground.faults import freeze_netns, netns_pids, partition_netns, stopped_pids, tables
 from multigres_pools.playground.localstack import free_port, wait_for
 from multigres_pools.playground.podnet import ip, kill_netns_processes
@@ -74,3 +76,36 @@ def test_a_partition_is_removed_when_the_test_fails(netns: str) -> None:
     finally:
         server.kill()
         server.wait(10)
+
+
+def test_a_slow_disk_lets_go_of_its_processes_when_the_test_fails(netns: str) -> None:
+    sleeper = subprocess.Popen(in_netns(netns, "sleep", "300"))
+    try:
+        wait_for(lambda: sleeper.pid in netns_pids(netns), 10, "the sleeper to run in the namespace")
+        with pytest.raises(FailedMidFault), slowdisk.throttled(netns, claimfs.device(Path("/")), 5) as what:
+            (group,) = slowdisk.groups(os.getpid())
+            assert str(sleeper.pid) in (group / "cgroup.procs").read_text().split(), what
+            raise FailedMidFault
+        assert slowdisk.groups(os.getpid()) == []
+        assert str(sleeper.pid) in (slowdisk.BLKIO / "cgroup.procs").read_text().split()
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
+
+
+def test_the_sweep_releases_the_throttles_of_a_run_that_died(netns: str) -> None:
+    sleeper = subprocess.Popen(in_netns(netns, "sleep", "300"))
+    dead = subprocess.Popen(["true"])
+    dead.wait(10)  # a pid that no longer runs: the owner of a throttle it never released
+    group = slowdisk.BLKIO / f"{slowdisk.PREFIX}{dead.pid}-1"
+    try:
+        wait_for(lambda: sleeper.pid in netns_pids(netns), 10, "the sleeper to run in the namespace")
+        group.mkdir()
+        (group / "cgroup.procs").write_text(str(sleeper.pid))
+        assert slowdisk.sweep() == [group.name]
+        assert not group.exists() and str(sleeper.pid) in (slowdisk.BLKIO / "cgroup.procs").read_text().split()
+    finally:
+        if group.exists():
+            slowdisk.release(group)
+        sleeper.kill()
+        sleeper.wait(10)
