@@ -155,6 +155,11 @@ ANN_RESTORE = "pools.multigres.com/restore"
 # the pod so it is recreated on its volume (plan/stuck.py); the agent takes the mark away if
 # PostgreSQL runs again first.
 ANN_POSTGRES_STUCK = "pools.multigres.com/postgres-stuck"
+# On a data PVC, written by the engine (plan/stuck.py): the uid of the pod whose PostgreSQL stayed
+# down on this volume and was recreated on it. A later pod stuck on the same volume has the volume
+# discarded with it (ANN_DELETE_WITH_POD; a fresh one restores from the backup repository), as a
+# diverged old primary never starts as a standby on its own data; a Ready pod on it clears the mark.
+ANN_POSTGRES_STUCK_ON = "pools.multigres.com/postgres-stuck-on"
 # The drain blocked-reason while the pod takes a backup.
 DRAIN_BLOCKED_BACKUP = "backup-in-progress"
 ANN_TOPOLOGY_CLEANUP_REQUESTED_AT = "pools.multigres.com/topology-cleanup-requested-at"

@@ -8,6 +8,7 @@ draining → acknowledged → ready-for-deletion, unregistering it from the topo
 from __future__ import annotations
 
 from ..core import keys
+from ..core.manifest import Manifest
 from ..state import drain_annotations, facts
 from ..state.facts import PodFacts
 from . import actions
@@ -57,10 +58,20 @@ def request_drain(ctx: Context, pod: PodFacts, reason: keys.DrainReason, why: st
             ctx.event(pod.obj, "Normal", "DrainRequested", text)]
 
 
+def stuck_again(pod: PodFacts, pvc: Manifest | None) -> bool:
+    """Is `pod`'s PostgreSQL stuck down (keys.ANN_POSTGRES_STUCK) on a volume an earlier stuck pod was
+    already recreated on (keys.ANN_POSTGRES_STUCK_ON, plan/stuck.py)? Then its data is what fails."""
+    if pvc is None or not pod.postgres_stuck:
+        return False
+    earlier = facts.annotations(pvc).get(keys.ANN_POSTGRES_STUCK_ON)
+    return bool(earlier) and earlier != pod.uid
+
+
 def drained_pvc_marks(view: PoolView) -> list[Action]:
     """Seed 000: a DRAINED pod's data is known-bad, so its PVC goes with it regardless of whenScaled.
     The PVC is marked while the pod is DRAINED (and unmarked if it recovers), so the decision
-    survives the pod even when it is deleted and unregistered between two passes."""
+    survives the pod even when it is deleted and unregistered between two passes. So does the volume
+    of a pod stuck on it a second time (stuck_again); a Ready pod clears that volume's stuck mark."""
     out = []
     for pod in view.ordered():
         pvc = view.pvcs.get(pod.index)
@@ -68,18 +79,25 @@ def drained_pvc_marks(view: PoolView) -> list[Action]:
             continue
         mark = facts.annotations(pvc).get(keys.ANN_DELETE_WITH_POD)
         name = facts.name(pvc)
+        if pod.ready and not pod.postgres_stuck and keys.ANN_POSTGRES_STUCK_ON in facts.annotations(pvc):
+            cleared = {"metadata": {"annotations": {keys.ANN_POSTGRES_STUCK_ON: None}}}
+            out.append(actions.patch(pvc, cleared, f"PVC {name}: PostgreSQL runs on it again in pod {pod.name}",
+                                     Phase.ANNOTATE))
         # A decommissioned pod's volume goes too: its replacement starts on a fresh one, and the index
         # is not reused while the name stays listed.
-        goes = pod.is_drained or view.decommissioned(pod)
-        why = "DRAINED pod {} (its data is known-bad)" if pod.is_drained else "decommissioned pod {}"
+        again = stuck_again(pod, pvc)
+        goes = pod.is_drained or view.decommissioned(pod) or again
+        why = ("DRAINED pod {} (its data is known-bad)" if pod.is_drained else
+               "pod {}, whose PostgreSQL stayed down on it twice (its data is what fails)" if again else
+               "decommissioned pod {}")
         if goes and mark != pod.uid:
             body = {"metadata": {"annotations": {keys.ANN_DELETE_WITH_POD: pod.uid}}}
             out.append(actions.patch(pvc, body, f"mark PVC {name} for deletion with {why.format(pod.name)}",
                                      Phase.ANNOTATE))
         elif not goes and mark and mark == pod.uid:
             body = {"metadata": {"annotations": {keys.ANN_DELETE_WITH_POD: None}}}
-            out.append(actions.patch(pvc, body, f"unmark PVC {name}: pod {pod.name} is no longer DRAINED "
-                                                "or decommissioned", Phase.ANNOTATE))
+            out.append(actions.patch(pvc, body, f"unmark PVC {name}: pod {pod.name} is no longer DRAINED, "
+                                                "decommissioned or stuck", Phase.ANNOTATE))
     return out
 
 

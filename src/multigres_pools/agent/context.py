@@ -77,6 +77,8 @@ class Context:
     # Pod uid -> the stuck mark this agent last wrote ("" once taken away): a pod listed before our
     # own write must not be marked twice (stuck_start.py).
     stuck_marks: dict[str, str] = field(default_factory=dict)
+    # Pod uid -> since when (clock) its PostgreSQL has been seen down (stuck_start.py).
+    down_since: dict[str, float] = field(default_factory=dict)
     # Builds the adapter for a Multigres version a MultigresShard declares (spec.multigres.version)
     # when it is not `dataplane`'s; None = every shard is served by `dataplane`.
     plane_factory: Callable[[keys.MultigresVersion], DataPlane] | None = None

@@ -86,23 +86,27 @@ def _plane(view: ShardView) -> DataPlane:
     return view.dataplane
 
 
-def _standby_out(ctx: Context, view: ShardView, pod: Manifest) -> bool:
+def _standby_out(view: ShardView, pod: Manifest) -> bool:
     """v0.1.0: does the standby itself refuse cohort membership (INELIGIBLE), or is it gone?
 
     Without its record (deleted in `acknowledged`) it cannot be asked, and needs not be: a pooler
     that restarts registers its record again at start-up, so a missing record means the INELIGIBLE
-    flag (in memory) is still in force or the pooler is down. A pooler stuck starting a PostgreSQL
-    that is not running (past --stuck-start-after) counts as gone: v0.1.0 never starts it again, and
-    its StopReplication waits behind that start, so it cannot be made INELIGIBLE (stuck_start.py).
+    flag (in memory) is still in force or the pooler is down. A pod the agent marked
+    keys.ANN_POSTGRES_STUCK counts as gone: its PostgreSQL has stayed down past --stuck-start-after
+    and v0.1.0 never brings it back, so it cannot be made INELIGIBLE (its StopReplication waits
+    behind the endless start, or finds no PostgreSQL) and cannot rejoin (stuck_start.py).
     """
     own = view.own(pod)
-    if own is None:
+    if own is None or stuck(pod):
         return True
     try:
-        state = _plane(view).standby_state(own)
+        return _plane(view).standby_state(own).eligibility is Eligibility.INELIGIBLE
     except DataPlaneError as exc:
         return exc.reason is RefusalReason.POOLER_UNREACHABLE
-    return state.eligibility is Eligibility.INELIGIBLE or state.starting_dead_s >= ctx.config.stuck_start_after_s
+
+
+def stuck(pod: Manifest) -> bool:
+    return bool(podinfo.annotations(pod).get(keys.ANN_POSTGRES_STUCK))
 
 
 def _gather(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, need: Need) -> None:
@@ -110,7 +114,7 @@ def _gather(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, need: Ne
         facts.guard = primary_guard(view, pod)
         return
     if need is Need.STANDBY:
-        facts.standby_out = _standby_out(ctx, view, pod)
+        facts.standby_out = _standby_out(view, pod)
         return
     own, own_id = view.own(pod), view.own_id(pod)
     target = own if facts.is_primary else view.primary_other_than(pod)
@@ -151,6 +155,9 @@ def _perform(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, effect:
                 # dead), and a restart would have registered it again, so the flag still holds; or it
                 # never registered, and then it is in no cohort. Either way only the REMOVE is left.
                 facts.extra["message"] = "no pooler record: not restarted since it was made ineligible"
+            elif stuck(pod):
+                facts.extra["message"] = (f"its PostgreSQL stays down ({keys.ANN_POSTGRES_STUCK}): nothing to make "
+                                          "ineligible, removing it")
             else:
                 try:
                     plane.make_ineligible(own)

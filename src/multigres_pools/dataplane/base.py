@@ -105,14 +105,16 @@ class Leadership:
     # replay position); agent/restore_watch.py publishes both around a restore.
     actions: Mapping[PoolerId, PostgresAction] = field(default_factory=dict, compare=False)
     positions: Mapping[PoolerId, str] = field(default_factory=dict, compare=False)
-    # v0.1.0: seconds each answering pooler has been starting a PostgreSQL whose process is not running
-    # (left out when it is not): past STUCK_START_S it will not start it again by itself (agent/stuck_start.py).
-    starting_dead: Mapping[PoolerId, float] = field(default_factory=dict, compare=False)
+    # v0.1.0: the answering poolers whose PostgreSQL is down (not running, and no restore or first
+    # backup under way), with how long its manager says it has been starting it (0: not starting it,
+    # or for an unknown time). agent/stuck_start.py has a pod that stays so replaced.
+    down: Mapping[PoolerId, float] = field(default_factory=dict, compare=False)
 
 
 # A start takes seconds. v0.1.0's manager, once the PostgreSQL it starts has died twice, waits for it
-# for ever and never starts it again (docs/reliability.md, a full standby's disk): past this many
-# seconds the status screen says so and the agent has the pod replaced (--stuck-start-after).
+# for ever and never starts it again (a full standby's disk), and a demoted old primary whose WAL went
+# past the new primary's fork never starts as a standby (docs/reliability.md): past this many seconds
+# the status screen says so and the agent has the pod replaced (--stuck-start-after).
 STUCK_START_S = 120.0
 
 
@@ -206,8 +208,6 @@ class StandbyState:
     # The pooler itself was told who its primary is (v0.1.0 keeps it in memory only, so not right
     # after a multipooler restart); a standby's Backup needs it to reach the primary.
     knows_primary: bool = True
-    # Seconds its manager has been starting a PostgreSQL that is not running (0: it is not).
-    starting_dead_s: float = 0.0
 
 
 @dataclass(frozen=True)

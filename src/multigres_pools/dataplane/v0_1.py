@@ -143,8 +143,8 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     actions = {p.id: _ACTIONS[r.status.postgres_action] for p, r in answers if r.status.postgres_action in _ACTIONS}
     positions = {p.id: (r.status.replication_status.last_replay_lsn or r.status.wal_position) for p, r in answers
                  if r.status.replication_status.last_replay_lsn or r.status.wal_position}
-    starting_dead = {p.id: seconds for p, r in answers if (seconds := starting_dead_s(r.status))}
-    unknown = Leadership(None, None, writable, in_recovery, streaming, actions, positions, starting_dead)
+    down = {p.id: seconds for p, r in answers if (seconds := postgres_down_s(r.status)) is not None}
+    unknown = Leadership(None, None, writable, in_recovery, streaming, actions, positions, down)
     ruled = [(p, r) for p, r in answers if r.consensus_status.current_position.rule.HasField("leader_id")]
     if not ruled:
         return unknown
@@ -156,7 +156,7 @@ def pick_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse]]) -> Lea
     leaders = [p for p, r in ruled if is_leader(r.consensus_status) and _rule_number(r)[0] == newest[0]
                and p.id in writable]
     confirmed = leaders[0] if len(leaders) == 1 and leaders[0].id == named else None
-    return Leadership(confirmed, named, writable, in_recovery, streaming, actions, positions, starting_dead)
+    return Leadership(confirmed, named, writable, in_recovery, streaming, actions, positions, down)
 
 
 def pooler_status(ident: PoolerId, address: str, answer: mpd.StatusResponse | DataPlaneError) -> PoolerStatus:
@@ -176,6 +176,14 @@ def starting_dead_s(status: mpd.Status) -> float:
     if status.postgres_action != mpd.POSTGRES_ACTION_STARTING or status.postgres_running:
         return 0.0
     return float(status.postgres_action_duration.ToTimedelta().total_seconds())
+
+
+def postgres_down_s(status: mpd.Status) -> float | None:
+    """None while PostgreSQL runs or a restore or first backup is under way (PostgreSQL is not meant
+    to run then); else how long the manager says it has been starting it (0: not, or not known)."""
+    if status.postgres_running or status.postgres_action in _ACTIONS:
+        return None
+    return starting_dead_s(status)
 
 
 def _answered_leadership(answers: Sequence[tuple[Pooler, mpd.StatusResponse | DataPlaneError]]) -> Leadership:
@@ -365,7 +373,6 @@ class V0_1(EtcdTopologyPlane):
             is_leader=is_leader(response.consensus_status),
             knows_primary=bool(response.consensus_status.replication_primary.primary.host
                                and response.consensus_status.replication_primary.primary.postgres_port),
-            starting_dead_s=starting_dead_s(response.status),
         )
 
     def make_ineligible(self, pooler: Pooler) -> None:

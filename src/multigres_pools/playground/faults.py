@@ -15,6 +15,8 @@ restarts multiorch); leaving them returns at once.
 |   | etcd (only the agent and the test connect from here; pods reach it over the bridge) | the table |
 | disk-full | a file filling a pod's data volume to its last byte (the claim is a | deleting the file |
 |   | filesystem of its own: `MultigresStack(sized_claims=True)`, claimfs) | |
+| corrupt-volume | a pod's pg_control deleted, then its postmaster SIGKILLed: every start fails | replacing |
+|   | on that volume | the volume |
 | slow-disk | a pod's processes may write to its data volume's block device (a sized | the processes back |
 |   | claim's loop device) only `iops` times a second (slowdisk: blkio throttle) | to the root cgroup |
 
@@ -49,6 +51,8 @@ from .podnet import netns_pids
 
 TABLE_PREFIX = "mgp_fault_"
 FILLER = ".mgp-fault-disk-full"  # in the volume's root, beside the pooler's own directories
+# PostgreSQL's control file, relative to the data volume's root (layout.PGDATA is <volume>/pg_data).
+CONTROL_FILE = f"{Path(layout.PGDATA).relative_to(layout.POOLER_DIR)}/global/pg_control"
 _numbers = itertools.count(1)
 
 
@@ -154,6 +158,19 @@ def _own_filesystem(path: Path) -> Path:
         raise FaultError(f"{path} is a plain directory, not a filesystem of its own that can fill up or slow "
                          "down: start the stack with sized_claims=True")
     return path
+
+
+@contextlib.contextmanager
+def corrupt_volume(stack: MultigresStack, pod: str, pod_ip: str) -> Iterator[int]:
+    """Delete `pod`'s pg_control and SIGKILL its postmaster: PostgreSQL cannot start on that volume
+    again (as a volume whose data is lost); yields the postmaster's pid. Nothing to heal here: only a
+    new volume brings the pod back."""
+    control = stack.claim_path(pod, layout.VOL_DATA) / CONTROL_FILE
+    if not control.is_file():
+        raise FaultError(f"{control} is not there: {pod} has no PostgreSQL data to corrupt")
+    control.unlink()
+    with postgres_kill(stack, pod_ip) as pid:
+        yield pid
 
 
 @contextlib.contextmanager

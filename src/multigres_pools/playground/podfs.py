@@ -3,6 +3,8 @@ containers' mountPaths.
 
 - persistentVolumeClaim: `<workdir>/pvc/<ns>/<claim>`, which outlives the pod (a recreated pod with
   the same claim finds its data); a Pending claim is marked Bound first, as a volume binder would.
+  The directory belongs to one claim (its uid, kept beside it in `.<claim>.uid`): a new claim of the
+  same name gets it empty, as a dynamic provisioner gives a new claim a new volume.
 - emptyDir: `<pod dir>/volumes/<name>`, removed with the pod.
 - configMap, secret, downwardAPI and projected (of those three): files written from the API objects
   (items, keys, modes), rewritten in place when the objects change, as the kubelet refreshes them.
@@ -15,18 +17,21 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
+from . import claimfs
 from .podenv import ConfigError, decode_secret, field_ref
 
 DEFAULT_MODE = 0o644
 FS_GROUP_READ = 0o440
 
 _FILE_SOURCES = ("configMap", "secret", "downwardAPI", "projected")
+_claiming = threading.Lock()  # pods sharing a claim start on threads of their own
 
 
 class VolumeError(Exception):
@@ -148,10 +153,11 @@ class PodVolumes:
         if ((pvc.get("status") or {}).get("phase") or "Pending") == "Pending":
             self.reader.bind_claim(self.namespace, claim)
         path = self.pvc_root / self.namespace / claim
-        if not path.is_dir():
-            # exist_ok: pods sharing a claim (the shard's backup volume) start on threads of their own.
-            path.mkdir(parents=True, exist_ok=True)
-            os.chown(path, self.uid, self.gid)
+        with _claiming:
+            _owned_by(path, str((pvc.get("metadata") or {}).get("uid") or ""))
+            if not path.is_dir():
+                path.mkdir(parents=True)
+                os.chown(path, self.uid, self.gid)
         if self.reader.claim_filesystem is not None:
             try:
                 self.reader.claim_filesystem(path, pvc)
@@ -232,3 +238,18 @@ def text_data(obj: Manifest | None, secret: bool) -> Mapping[str, str] | None:
     if obj is None:
         return None
     return decode_secret(obj.get("data")) if secret else dict(obj.get("data") or {})
+
+
+def _owned_by(path: Path, uid: str) -> None:
+    """Record that the claim directory `path` is the volume of the claim `uid`; a directory left by an
+    earlier claim of the same name (deleted since) is emptied first, its own filesystem unmounted."""
+    marker = path.parent / f".{path.name}.uid"
+    owner = marker.read_text() if marker.is_file() else None
+    if owner == uid:
+        return
+    if owner is not None and path.exists():
+        if os.path.ismount(path):
+            claimfs.unmount(str(path))
+        shutil.rmtree(path)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(uid)

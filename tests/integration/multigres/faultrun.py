@@ -48,10 +48,11 @@ BACKING_UP = "postgres-kill-backing-up"
 # Kinds, and whether they are held (healed after a pause) or instant (a kill: the pod's supervisor heals).
 KINDS = {"postgres-kill-primary": False, DRAINING_STANDBY: False, BACKING_UP: False, "multiorch-kill": False,
          "freeze-primary": True, "partition-primary": True, "agent-topology-isolation": True,
-         "disk-full-primary": True, "disk-full-standby": True, "slow-disk-primary": True, "slow-disk-standby": True}
+         "disk-full-primary": True, "disk-full-standby": True, "slow-disk-primary": True, "slow-disk-standby": True,
+         "corrupt-standby-volume": False}
 # fault_stack(sized_claims=True): the kinds that fill or slow a volume of its own
 NEEDS_SIZED_CLAIMS = {"disk-full-primary", "disk-full-standby", "slow-disk-primary", "slow-disk-standby"}
-SLOW_IOPS = 10  # writes per second a slowed volume takes (each COMMIT's WAL flush is one or more)
+SLOW_IOPS = 2  # writes per second a slowed volume takes (each COMMIT's WAL flush is one or more)
 RECOVER_S = 300.0  # to serve at full strength again after one fault, on two shared cores
 # A PostgreSQL that stays down (v0.1.0 on a full standby's disk) is replaced after this many seconds,
 # not the default 120: a soak of 100 faults has half a minute per fault (plan/stuck.py).
@@ -125,6 +126,9 @@ class FaultRun:
         elif kind == "disk-full-standby":
             target = self._a_standby(primary)[0]
             injector = faults.disk_full(self.stack, target)
+        elif kind == "corrupt-standby-volume":
+            target, address = self._a_standby(primary)
+            injector = faults.corrupt_volume(self.stack, target, address)
         elif kind == "slow-disk-primary":
             injector = faults.slow_disk(self.stack, primary.pod, primary.ip, SLOW_IOPS)
         elif kind == "slow-disk-standby":

@@ -19,7 +19,7 @@ from multigres_pools.playground import claimfs, faults, podnet, slowdisk
 from multigres_pools.playground import process_kubelet as kubelet_module
 
 from .conftest import make_kubelet, toy, toy_pod
-from .test_process_kubelet import exec_ok, running
+from .test_process_kubelet import delete_and_wait, eventually, exec_ok, running
 
 pytestmark = pytest.mark.cluster
 MIB = 1 << 20
@@ -102,6 +102,32 @@ def test_a_slow_disk_throttles_the_pods_writes_to_its_volume_and_lets_go(kube, n
             assert f"{claimfs.device(path)} Write" in served
         assert slowdisk.groups(os.getpid()) == []  # released
         assert pids <= set((slowdisk.BLKIO / "cgroup.procs").read_text().split())
+    finally:
+        kubelet.stop()
+
+
+def test_a_new_claim_of_the_same_name_gets_a_new_empty_volume(kube, namespace, toy_image) -> None:
+    """As a dynamic provisioner gives a new claim a new volume: the engine replaces a volume whose data
+    fails by deleting the claim and creating one of the same name later (plan/stuck.py)."""
+    core = client.CoreV1Api(kube.api_client())
+    _claim(core, namespace, "data", "32Mi")
+    kubelet = make_kubelet(kube, toy_image, namespace=namespace, sized_claims=True).start()
+    pod = toy_pod("p", toy("c", "run", volumeMounts=[{"name": "data", "mountPath": "/var/lib/pooler"}]),
+                  volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+                  nodeName=kubelet.node_name)
+    try:
+        core.create_namespaced_pod(namespace, pod)
+        running(core, namespace, "p")
+        exec_ok(kubelet, namespace, "p", "c", "write", "/var/lib/pooler/old", "the old claim's")
+        delete_and_wait(core, namespace, "p")
+        core.delete_namespaced_persistent_volume_claim("data", namespace)
+        eventually(lambda: not core.list_namespaced_persistent_volume_claim(namespace).items, 60, what="claim gone")
+        _claim(core, namespace, "data", "32Mi")
+        core.create_namespaced_pod(namespace, pod)
+        running(core, namespace, "p")
+        path = kubelet.pvc_path(namespace, "data")
+        assert os.path.ismount(path) and not (path / "old").exists()
+        assert len(claimfs.mounts(f"{claimfs.SOURCE_PREFIX}{kubelet.instance}")) == 1  # the old one went
     finally:
         kubelet.stop()
 

@@ -1,6 +1,7 @@
-"""The agent marks a pod whose multipooler has been starting a PostgreSQL that is not running for
-longer than --stuck-start-after (agent/stuck_start.py), from the same round of v0.1.0 Status calls
-that names the leader, and takes the mark away once PostgreSQL answers again."""
+"""The agent marks a pod whose PostgreSQL has been down for longer than --stuck-start-after
+(agent/stuck_start.py), from the same round of v0.1.0 Status calls that names the leader: a start
+that hangs (it says since when) or a PostgreSQL that fails every start (since the agent first saw it
+down); it takes the mark away once PostgreSQL answers again."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.agent.__main__ import build
-from multigres_pools.agent.stuck_start import next_mark, publish_stuck_starts
+from multigres_pools.agent.stuck_start import down_since, next_mark, publish_stuck_starts
 from multigres_pools.dataplane.base import Leadership, Pooler, PoolerId
 from multigres_pools.dataplane.v0_1 import pick_leadership
 from multigres_pools.proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
@@ -45,7 +46,7 @@ def test_the_status_round_says_which_pooler_starts_a_dead_postgres_and_for_how_l
     a, b = (Pooler(PoolerId("zone1", n), keys.Role.REPLICA, f"{n}.hl", 1, "postgres", "default", "0-inf", f"/k/{n}")
             for n in ("a", "b"))
     round_ = pick_leadership([(a, _status(300, running=True)), (b, _status(185))])
-    assert dict(round_.starting_dead) == {B: 185.0}
+    assert dict(round_.down) == {B: 185.0}
 
 
 class _Kube:
@@ -64,9 +65,9 @@ class _Kube:
 def test_one_warning_per_stuck_start_and_one_note_when_postgres_is_back() -> None:
     pod = {"metadata": {"name": "p-1", "uid": "u-1", "annotations": {}}, "status": {}}
     kube = _Kube()
-    ctx = SimpleNamespace(kube=kube, clock=lambda: NOW, effect=lambda name: None, stuck_marks={},
+    ctx = SimpleNamespace(kube=kube, clock=lambda: NOW, effect=lambda name: None, stuck_marks={}, down_since={},
                           log=logging.getLogger("test"), config=SimpleNamespace(stuck_start_after_s=AFTER))
-    stuck = Leadership(None, None, starting_dead={B: 185.0})
+    stuck = Leadership(None, None, down={B: 185.0})
     back = Leadership(None, None, in_recovery=frozenset({B}))
 
     def view(round_: Leadership) -> SimpleNamespace:
@@ -80,6 +81,29 @@ def test_one_warning_per_stuck_start_and_one_note_when_postgres_is_back() -> Non
     assert publish_stuck_starts(ctx, view(back)) == 1  # type: ignore[arg-type]
     assert kube.patches[-1] == {keys.ANN_POSTGRES_STUCK: None}
     assert kube.events == [("PostgresStuck", True), ("PostgresRunning", False)]
+
+
+def test_down_since_the_earlier_of_first_seen_and_the_reported_start() -> None:
+    assert down_since(None, 30.0, NOW) == NOW - 30  # the manager says so
+    assert down_since(NOW - 100, 2.0, NOW) == NOW - 100  # a manager retrying every few seconds starts anew
+    assert down_since(NOW - 5, 60.0, NOW) == NOW - 60
+
+
+def test_a_postgres_that_fails_every_start_is_marked_once_seen_down_long_enough() -> None:
+    """A diverged old primary: not running, no action, no duration: the agent's own clock counts."""
+    pod = {"metadata": {"name": "p-1", "uid": "u-1", "annotations": {}}, "status": {}}
+    kube, clock = _Kube(), [NOW]
+    ctx = SimpleNamespace(kube=kube, clock=lambda: clock[0], effect=lambda name: None, stuck_marks={}, down_since={},
+                          log=logging.getLogger("test"), config=SimpleNamespace(stuck_start_after_s=AFTER))
+    down = Leadership(None, None, down={B: 0.0})
+    view = SimpleNamespace(dataplane=SimpleNamespace(confirms_leader=True), poolers=[], pods=[pod], shard=None,
+                           leadership=lambda: down, own_id=lambda p: B, event_targets=lambda p: [p])
+    assert publish_stuck_starts(ctx, view) == 0  # type: ignore[arg-type]  # first seen down now
+    clock[0] = NOW + AFTER - 1
+    assert publish_stuck_starts(ctx, view) == 0  # type: ignore[arg-type]
+    clock[0] = NOW + AFTER
+    assert publish_stuck_starts(ctx, view) == 1  # type: ignore[arg-type]
+    assert kube.patches == [{keys.ANN_POSTGRES_STUCK: "2026-11-27T10:00:00Z"}]
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "inf"])

@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.dataplane.base import DataPlaneError, Pooler, PoolerId, PoolerStatus, RefusalReason
-from multigres_pools.dataplane.v0_1 import V0_1, pooler_status
+from multigres_pools.dataplane.v0_1 import V0_1, pooler_status, postgres_down_s
 from multigres_pools.proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
 from tests.helpers import v01_pooler
 
@@ -74,15 +74,14 @@ def test_a_pooler_starting_a_postgres_whose_process_is_gone_says_for_how_long() 
     assert pooler_status(ident, "h:1", mpd.StatusResponse(status=status)).starting_dead_s == 0.0
 
 
-def test_the_standby_itself_says_how_long_it_has_been_starting_a_dead_postgres() -> None:
-    """The drain's proof that a stuck standby is out (agent/drain_runner.py) asks the standby itself."""
-    stuck = v01_pooler.answer("p-b", "p-a", mpd.POSTGRES_STATUS_UNKNOWN)
-    stuck.status.postgres_action = mpd.POSTGRES_ACTION_STARTING
-    stuck.status.postgres_action_duration.FromSeconds(95)
-    server, port = v01_pooler.serve(stuck)
-    plane = V0_1(rpc_timeout=3, dial_host=lambda host: "127.0.0.1")
-    try:
-        assert plane.standby_state(_pooler("p-b", port)).starting_dead_s == 95.0
-    finally:
-        plane.close()
-        server.stop(None)
+
+def test_postgres_is_down_when_it_does_not_run_and_no_restore_is_under_way() -> None:
+    """What the agent's stuck-start watch reads (agent/stuck_start.py): a start that hangs says for how
+    long; a PostgreSQL that is simply not running (a diverged old primary failing every start) is down
+    for a time the pooler does not know; a restore or a running server is not down."""
+    status = mpd.Status(postgres_status=mpd.POSTGRES_STATUS_UNKNOWN, postgres_action=mpd.POSTGRES_ACTION_STARTING)
+    status.postgres_action_duration.FromSeconds(95)
+    assert postgres_down_s(status) == 95.0
+    assert postgres_down_s(mpd.Status(postgres_status=mpd.POSTGRES_STATUS_UNKNOWN)) == 0.0
+    assert postgres_down_s(mpd.Status(postgres_action=mpd.POSTGRES_ACTION_RESTORING_FROM_BACKUP)) is None
+    assert postgres_down_s(mpd.Status(postgres_status=mpd.POSTGRES_STATUS_STANDBY, postgres_running=True)) is None

@@ -10,7 +10,7 @@ import datetime as dt
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.spec import maintenance
 
-from .plan_factories import NOW, desired, desired_pool, drains, healthy, live_pod, observed, plan
+from .plan_factories import NOW, desired, desired_pool, drains, healthy, live_pod, live_pvc, observed, plan
 
 SINCE = "2026-05-01T11:55:00Z"
 REASON = keys.DrainReason.POSTGRES_STUCK.value
@@ -103,3 +103,47 @@ def test_a_drain_under_way_is_not_withdrawn():
     result = plan(desired(dp), observed(pods, pvcs), NOW)
     assert not [a for a in result.actions if a.kind == "Pod" and a.name == _name(pods[2])
                 and "cancel" in a.reason]
+
+
+def _pvc_patches(result, name: str) -> list[dict]:  # type: ignore[no-untyped-def]
+    return [a.body["metadata"]["annotations"] for a in result.actions
+            if a.kind == "PersistentVolumeClaim" and a.verb == "patch" and a.name == name]
+
+
+def test_the_volume_remembers_the_pod_that_stayed_down_on_it():
+    dp = desired_pool(replicas=3)
+    pods, pvcs = healthy(dp)
+    _stuck(pods[2])
+    result = plan(desired(dp), observed(pods, pvcs), NOW)
+    uid = pods[2]["metadata"]["uid"]
+    assert _pvc_patches(result, pvcs[2]["metadata"]["name"]) == [{keys.ANN_POSTGRES_STUCK_ON: uid}]
+    assert "recreated on its volume" in next(a.reason for a in result.actions if a.kind == "Pod" and a.verb == "patch")
+
+
+def test_stuck_again_on_the_same_volume_the_volume_goes_with_the_pod():
+    """A diverged old primary fails every start on its own data: the second pod on it is drained and
+    its volume marked to go; the replacement starts on a new one (restored from the repository)."""
+    dp = desired_pool(replicas=3)
+    pods, pvcs = healthy(dp)
+    _stuck(pods[2])
+    pvcs[2] = live_pvc(dp, 2, annotations={keys.ANN_POSTGRES_STUCK_ON: "uid-of-the-pod-before"})
+    result = plan(desired(dp), observed(pods, pvcs), NOW)
+    assert drains(result) == {_name(pods[2]): REASON}
+    assert "on a new volume" in next(a.reason for a in result.actions if a.kind == "Pod" and a.verb == "patch")
+    assert _pvc_patches(result, pvcs[2]["metadata"]["name"]) == [{keys.ANN_DELETE_WITH_POD: pods[2]["metadata"]["uid"]}]
+
+    # Once that pod is gone, its volume goes and the replacement gets a new index and a new volume.
+    pvcs[2] = live_pvc(dp, 2, annotations={keys.ANN_POSTGRES_STUCK_ON: "uid-of-the-pod-before",
+                                           keys.ANN_DELETE_WITH_POD: pods[2]["metadata"]["uid"]})
+    gone = plan(desired(dp), observed(pods[:2], pvcs), NOW)
+    assert [a.name for a in gone.actions if a.verb == "delete"] == [pvcs[2]["metadata"]["name"]]
+    created = [a.name for a in gone.actions if a.verb == "apply" and a.kind in ("Pod", "PersistentVolumeClaim")]
+    assert created and all(not name.endswith("-2") for name in created), created
+
+
+def test_a_ready_pod_on_a_marked_volume_clears_the_mark():
+    dp = desired_pool(replicas=3)
+    pods, pvcs = healthy(dp)
+    pvcs[1] = live_pvc(dp, 1, annotations={keys.ANN_POSTGRES_STUCK_ON: "uid-of-the-pod-before"})
+    result = plan(desired(dp), observed(pods, pvcs), NOW)
+    assert _pvc_patches(result, pvcs[1]["metadata"]["name"]) == [{keys.ANN_POSTGRES_STUCK_ON: None}]
