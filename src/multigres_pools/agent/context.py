@@ -7,11 +7,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..dataplane.base import STUCK_START_S, DataPlane, Leadership, Pooler, PoolerId, ShardTopology, match_pod
 from . import podinfo, trust
@@ -154,6 +155,16 @@ class ShardView:
         """The pod's record: one of this namespace's records of the shard (trust.py) that names it."""
         ours = [r for r in self.poolers or [] if trust.record_belongs(r, self.topology, self.namespace)]
         return match_pod(ours, podinfo.name(pod))
+
+    def asked_pods(self) -> list[tuple[Manifest, PoolerId, str, Leadership]]:
+        """Every live pod with its pooler id, its key (uid, else name) and the round of Status calls
+        that asked it, when the adapter asks the poolers themselves (v0.1.0); else none."""
+        if self.poolers is None or self.dataplane is None or not self.dataplane.confirms_leader:
+            return []
+        live = [(pod, pooler) for pod in self.pods
+                if not podinfo.deleting(pod) and (pooler := self.own_id(pod)) is not None]
+        round_ = self.leadership() if live else None
+        return [(pod, pooler, facts.uid(pod) or podinfo.name(pod), cast(Leadership, round_)) for pod, pooler in live]
 
     def own_id(self, pod: Manifest) -> PoolerId | None:
         """The pod's pooler id: its record's, else the one its flags name, unless a record of that id

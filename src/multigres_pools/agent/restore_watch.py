@@ -55,19 +55,8 @@ def _newest_backup(shard: Manifest | None) -> str | None:
 
 def publish_restores(ctx: Context, view: ShardView) -> int:
     """Write every live pool pod's changed fact; the number of pods written."""
-    plane = view.dataplane
-    if view.poolers is None or plane is None or not plane.confirms_leader:
-        return 0
-    pods = [p for p in view.pods if not podinfo.deleting(p)]
-    if not pods:
-        return 0
-    round_ = view.leadership()
     written = 0
-    for pod in pods:
-        pooler = view.own_id(pod)
-        if pooler is None:
-            continue
-        uid = facts.uid(pod) or podinfo.name(pod)
+    for pod, pooler, uid, round_ in view.asked_pods():
         previous = ctx.restores.get(uid) or facts.json_annotation(pod, keys.ANN_RESTORE)
         done = pooler in round_.in_recovery or pooler in round_.writable
         fact = next_fact(previous, round_.actions.get(pooler), done, now_rfc3339(ctx.clock()),

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
-from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from . import podinfo
 from .context import Context, ShardView
@@ -43,19 +42,9 @@ def next_mark(marked: str | None, down_s: float | None, running: bool, now: floa
 
 def publish_stuck_starts(ctx: Context, view: ShardView) -> int:
     """Mark or unmark every live pool pod whose PostgreSQL's state changed; the number of pods written."""
-    plane = view.dataplane
-    if view.poolers is None or plane is None or not plane.confirms_leader:
-        return 0
-    pods = [p for p in view.pods if not podinfo.deleting(p)]
-    if not pods:
-        return 0
-    round_ = view.leadership()
     written = 0
-    for pod in pods:
-        pooler = view.own_id(pod)
-        if pooler is None:
-            continue
-        uid, now = facts.uid(pod) or podinfo.name(pod), ctx.clock()
+    for pod, pooler, uid, round_ in view.asked_pods():
+        now = ctx.clock()
         marked = ctx.stuck_marks.get(uid, podinfo.annotations(pod).get(keys.ANN_POSTGRES_STUCK))
         running = pooler in round_.in_recovery or pooler in round_.writable
         down_s = None

@@ -30,15 +30,24 @@ def _claim(core: client.CoreV1Api, namespace: str, name: str, size: str) -> None
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}})
 
 
+def _pod(kubelet: kubelet_module.ProcessKubelet) -> dict:
+    """Pod "p" with the claim "data" at /var/lib/pooler, on `kubelet`'s node."""
+    return toy_pod("p", toy("c", "run", volumeMounts=[{"name": "data", "mountPath": "/var/lib/pooler"}]),
+                   volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+                   nodeName=kubelet.node_name)
+
+
+def _start(core: client.CoreV1Api, namespace: str, pod: dict) -> None:
+    core.create_namespaced_pod(namespace, pod)
+    running(core, namespace, "p")
+
+
 def test_a_sized_claim_fills_up_inside_the_pod_and_goes_with_the_kubelet(kube, namespace, toy_image) -> None:
     core = client.CoreV1Api(kube.api_client())
     _claim(core, namespace, "data", "32Mi")
     kubelet = make_kubelet(kube, toy_image, namespace=namespace, sized_claims=True).start()
     try:
-        core.create_namespaced_pod(namespace, toy_pod(
-            "p", toy("c", "run", volumeMounts=[{"name": "data", "mountPath": "/var/lib/pooler"}]),
-            volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}], nodeName=kubelet.node_name))
-        running(core, namespace, "p")
+        _start(core, namespace, _pod(kubelet))
         path = kubelet.pvc_path(namespace, "data")
         assert os.path.ismount(path)
         fs = os.statvfs(path)
@@ -78,10 +87,7 @@ def test_a_slow_disk_throttles_the_pods_writes_to_its_volume_and_lets_go(kube, n
     _claim(core, namespace, "data", "32Mi")
     kubelet = make_kubelet(kube, toy_image, namespace=namespace, sized_claims=True).start()
     try:
-        core.create_namespaced_pod(namespace, toy_pod(
-            "p", toy("c", "run", volumeMounts=[{"name": "data", "mountPath": "/var/lib/pooler"}]),
-            volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}], nodeName=kubelet.node_name))
-        running(core, namespace, "p")
+        _start(core, namespace, _pod(kubelet))
         path, bridge = kubelet.pvc_path(namespace, "data"), kubelet.bridge
         assert bridge is not None
         index = int(ipaddress.IPv4Address(kubelet.pod_ip(namespace, "p"))) - int(bridge.subnet.network_address)
@@ -112,19 +118,15 @@ def test_a_new_claim_of_the_same_name_gets_a_new_empty_volume(kube, namespace, t
     core = client.CoreV1Api(kube.api_client())
     _claim(core, namespace, "data", "32Mi")
     kubelet = make_kubelet(kube, toy_image, namespace=namespace, sized_claims=True).start()
-    pod = toy_pod("p", toy("c", "run", volumeMounts=[{"name": "data", "mountPath": "/var/lib/pooler"}]),
-                  volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
-                  nodeName=kubelet.node_name)
+    pod = _pod(kubelet)
     try:
-        core.create_namespaced_pod(namespace, pod)
-        running(core, namespace, "p")
+        _start(core, namespace, pod)
         exec_ok(kubelet, namespace, "p", "c", "write", "/var/lib/pooler/old", "the old claim's")
         delete_and_wait(core, namespace, "p")
         core.delete_namespaced_persistent_volume_claim("data", namespace)
         eventually(lambda: not core.list_namespaced_persistent_volume_claim(namespace).items, 60, what="claim gone")
         _claim(core, namespace, "data", "32Mi")
-        core.create_namespaced_pod(namespace, pod)
-        running(core, namespace, "p")
+        _start(core, namespace, pod)
         path = kubelet.pvc_path(namespace, "data")
         assert os.path.ismount(path) and not (path / "old").exists()
         assert len(claimfs.mounts(f"{claimfs.SOURCE_PREFIX}{kubelet.instance}")) == 1  # the old one went

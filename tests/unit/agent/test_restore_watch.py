@@ -110,8 +110,7 @@ def test_a_pod_listed_before_the_agents_own_write_does_not_restart_the_story() -
     done = Leadership(None, None, in_recovery=frozenset({a}), positions={a: "0/9000000"})
 
     def view(round_: Leadership) -> SimpleNamespace:
-        return SimpleNamespace(dataplane=SimpleNamespace(confirms_leader=True), poolers=[], pods=[pod],
-                               shard=None, leadership=lambda: round_, own_id=lambda p: a,
+        return SimpleNamespace(asked_pods=lambda: [(pod, a, "u-0", round_)], shard=None,
                                event_targets=lambda p: [p])
 
     assert publish_restores(ctx, view(restoring)) == 1  # type: ignore[arg-type]

@@ -71,8 +71,7 @@ def test_one_warning_per_stuck_start_and_one_note_when_postgres_is_back() -> Non
     back = Leadership(None, None, in_recovery=frozenset({B}))
 
     def view(round_: Leadership) -> SimpleNamespace:
-        return SimpleNamespace(dataplane=SimpleNamespace(confirms_leader=True), poolers=[], pods=[pod],
-                               shard=None, leadership=lambda: round_, own_id=lambda p: B,
+        return SimpleNamespace(asked_pods=lambda: [(pod, B, "u-1", round_)], shard=None,
                                event_targets=lambda p: [p])
 
     assert publish_stuck_starts(ctx, view(stuck)) == 1  # type: ignore[arg-type]
@@ -96,8 +95,8 @@ def test_a_postgres_that_fails_every_start_is_marked_once_seen_down_long_enough(
     ctx = SimpleNamespace(kube=kube, clock=lambda: clock[0], effect=lambda name: None, stuck_marks={}, down_since={},
                           log=logging.getLogger("test"), config=SimpleNamespace(stuck_start_after_s=AFTER))
     down = Leadership(None, None, down={B: 0.0})
-    view = SimpleNamespace(dataplane=SimpleNamespace(confirms_leader=True), poolers=[], pods=[pod], shard=None,
-                           leadership=lambda: down, own_id=lambda p: B, event_targets=lambda p: [p])
+    view = SimpleNamespace(asked_pods=lambda: [(pod, B, "u-1", down)], shard=None,
+                           event_targets=lambda p: [p])
     assert publish_stuck_starts(ctx, view) == 0  # type: ignore[arg-type]  # first seen down now
     clock[0] = NOW + AFTER - 1
     assert publish_stuck_starts(ctx, view) == 0  # type: ignore[arg-type]
