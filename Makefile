@@ -52,13 +52,13 @@ test: setup lint typecheck sanity images
 
 # The seeded data-plane fault schedule on real Multigres: FAULT_COUNT (100) faults of every kind,
 # then its table (docs/reliability.md, "Data-plane faults"); `make test` plays a short one.
-SOAK_FAULTS := tests/integration/multigres/test_faults_soak.py
+SOAK_FAULTS := tests/integration/multigres/test_faults_soak.py tests/integration/multigres/test_faults_roll_soak.py
 soak: setup
 	$(PY) -m pytest -p no:cacheprovider -s -x $(SOAK_FAULTS) $(PYTEST_ARGS)
 
 # The rest of the slow matrix (drain faults, two cells, the chaos soak); `make test` runs a subset.
 soak-matrix: setup
-	$(PY) -m pytest -p no:cacheprovider -m soak --deselect $(SOAK_FAULTS)::test_faults_soak $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -m soak $(foreach f,$(SOAK_FAULTS),--ignore $(f)) $(PYTEST_ARGS)
 
 unit: setup
 	$(PY) -m pytest -p no:cacheprovider -n auto -m "not ($(ALONE))" $(PYTEST_ARGS)

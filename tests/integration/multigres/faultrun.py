@@ -31,6 +31,7 @@ from .safety import (
     SHARD,
     Watched,
     app_names,
+    apply,
     backup_state,
     converge,
     finished_backup,
@@ -45,6 +46,10 @@ from .safety import (
 
 DRAINING_STANDBY = "postgres-kill-draining-standby"
 BACKING_UP = "postgres-kill-backing-up"
+# A rolling update whose first drained standby and then the primary (as its own drain starts) have
+# their PostgreSQL SIGKILLed: a kind of its own schedule (ROLLING_KINDS), each one replaces every pod.
+DURING_ROLL = "postgres-kill-during-roll"
+ROLLING_KINDS = {DURING_ROLL: False}
 # Kinds, and whether they are held (healed after a pause) or instant (a kill: the pod's supervisor heals).
 KINDS = {"postgres-kill-primary": False, DRAINING_STANDBY: False, BACKING_UP: False, "multiorch-kill": False,
          "freeze-primary": True, "partition-primary": True, "agent-topology-isolation": True,
@@ -59,11 +64,12 @@ RECOVER_S = 300.0  # to serve at full strength again after one fault, on two sha
 STUCK_START_AFTER_S = 20
 
 
-def reproduce_command(seed: int, count: int, test: str) -> str:
-    """One command that plays the same schedule again (`test`: the test file), from the repository root."""
+def reproduce_command(seed: int, count: int, test: str, count_var: str = "FAULT_COUNT") -> str:
+    """One command that plays the same schedule again (`test`: the test file; `count_var`: the
+    variable it reads its count from), from the repository root."""
     hold = os.environ.get("FAULT_HOLD_MAX", "8")
     kinds = f"FAULT_KINDS={os.environ['FAULT_KINDS']} " if os.environ.get("FAULT_KINDS") else ""
-    return (f"{kinds}FAULT_SEED={seed} FAULT_COUNT={count} FAULT_HOLD_MAX={hold} .venv/bin/python -m pytest "
+    return (f"{kinds}FAULT_SEED={seed} {count_var}={count} FAULT_HOLD_MAX={hold} .venv/bin/python -m pytest "
             f"-p no:cacheprovider -s -x {os.path.relpath(test)}")
 
 
@@ -74,6 +80,7 @@ class FaultRun:
         self.names: dict[str, str] = {}  # uid -> standby name of every pool pod seen
         self.deleted: set[str] = set()  # uids whose deletion is in the history
         self.backups: list[dict[str, Any]] = []  # how each backup interrupted by a fault ended
+        self.rolls = 0  # rolling updates started, for a new spec each time
 
     def log(self, what: str) -> None:
         print(f"[faults {time.monotonic() - self.started:7.1f}s] {what}", flush=True)
@@ -87,19 +94,24 @@ class FaultRun:
             self.log(f"fault {number}/{len(schedule)}: {step.kind}, held {step.hold_s}s")
             before = uids(self.stack)
             self.names.update(app_names(self.stack))
+            leader = self.primary().pod
             if step.kind == DRAINING_STANDBY:
                 self._kill_a_draining_standby(before)
             elif step.kind == BACKING_UP:
                 self._kill_the_pod_taking_a_backup()
+            elif step.kind == DURING_ROLL:
+                self._kill_during_a_roll(before)
             else:
                 self._inject(step.kind, step.hold_s)
             self._wait_recovered(step.kind)
-            self._record_deletions(before)
+            self._record_deletions({uid: name for uid, name in before.items() if name != leader})
 
-    def _record_deletions(self, before: dict[str, str]) -> None:
-        """Every pod the fault's recovery replaced (a drain for a scale-down, or for a PostgreSQL that
-        stayed down) goes into the history: the checker proves none was still a synchronous standby."""
-        for uid, name in before.items():
+    def _record_deletions(self, standbys: dict[str, str]) -> None:
+        """Every standby the fault's recovery replaced (a drain for a scale-down, a roll, or a PostgreSQL
+        that stayed down) goes into the history: the checker proves none was still a synchronous standby.
+        The primary of the fault's start is left out: v0.1.0's primary names itself in its own
+        synchronous_standby_names, and its replacement is a handover (never two writable, no write lost)."""
+        for uid, name in standbys.items():
             moment = first_terminating(self.watched, uid)
             if moment is not None and uid not in self.deleted:
                 self.deleted.add(uid)
@@ -183,6 +195,26 @@ class FaultRun:
         self.backups.append(last)
         self.log(f"  the backup ended: {last.get('error') or 'complete, ' + str(last.get('backupId'))}")
 
+    def _kill_during_a_roll(self, before: dict[str, str]) -> None:
+        """A new multipooler CPU request rolls every pod; the first standby it drains and then the
+        primary, when its own drain starts, have their postmasters SIGKILLed mid-drain."""
+        self.rolls += 1
+        generation = apply(self.stack, lambda spec: spec["pools"]["default"].update(
+            multipooler={"resources": {"requests": {"cpu": f"{20 + self.rolls}m"}}}))
+        primary = self.primary()
+        primary_uid = next(uid for uid, name in before.items() if name == primary.pod)
+        standbys = [uid for uid in before if uid != primary_uid]
+        for uids_, role in ((standbys, "a standby"), ([primary_uid], "the primary")):
+            uid = wait_for(lambda us=uids_: next((u for u in us if {"draining", "acknowledged"}
+                                                  & set(self.watched.timeline.drain_states(u))), None),
+                           600, f"{role}'s drain in the roll", interval=0.05)
+            address = self.stack.kubelet.pod_ip(self.stack.namespace, before[uid]) if self.stack.kubelet else None
+            assert address, f"{before[uid]} has no address"
+            with self._recorded(DURING_ROLL, before[uid]), faults.postgres_kill(self.stack, address) as pid:
+                self.log(f"  {before[uid]} ({role}) in {self.watched.timeline.drain_states(uid)[-1]} of the roll: "
+                         f"postmaster {pid} SIGKILLed")
+        converge(self.stack, generation, replicas=self.replicas)
+
     def _wait_recovered(self, kind: str) -> None:
         started = time.monotonic()
         self.stack.wait_serving(SHARD, replicas=self.replicas, timeout=RECOVER_S)
@@ -202,8 +234,8 @@ class FaultRun:
         return check(self.history, present)
 
 
-def report(run: FaultRun, verdict: Verdict, seed: int, count: int, test: str) -> None:
-    note("faults: seed", f"{seed} (reproduce: {reproduce_command(seed, count, test)})")
+def report(run: FaultRun, verdict: Verdict, seed: int, count: int, test: str, count_var: str) -> None:
+    note("faults: seed", f"{seed} (reproduce: {reproduce_command(seed, count, test, count_var)})")
     note("faults: writes", f"{verdict.acknowledged} acknowledged, {len(verdict.lost)} lost, "
                            f"{len(verdict.indeterminate)} indeterminate ({len(verdict.indeterminate_present)} of "
                            f"them written after all); errors {dict(run.watched.load.errors)}")
@@ -237,12 +269,12 @@ def fault_stack(workdir: Path, replicas: int, kinds: Sequence[str]) -> Iterator[
 
 
 def run_schedule(watched: Watched, history: History, replicas: int, seed: int, count: int,
-                 kinds: Sequence[str], test: str) -> Verdict:
+                 kinds: Sequence[str], test: str, count_var: str = "FAULT_COUNT") -> Verdict:
     """Plays `count` faults of `kinds` drawn from `seed`, prints the table, and checks that every
     injector healed (no nftables table, no stopped process). Returns the checker's verdict."""
     # FAULT_HOLD_MAX: the longest a held fault lasts (default 8 s; multiorch's failover grace is 4 s plus
     # up to 8 s of jitter, so longer holds let it fail over while the old primary is frozen or cut off).
-    schedule = faults.plan(seed, kinds, count, instant=[k for k in kinds if not KINDS[k]],
+    schedule = faults.plan(seed, kinds, count, instant=[k for k in kinds if not {**KINDS, **ROLLING_KINDS}[k]],
                            hold_s=(2.0, float(os.environ.get("FAULT_HOLD_MAX", "8"))))
     note("faults: schedule", f"seed {seed}: {[(s.kind, s.pause_s, s.hold_s) for s in schedule]}")
     run = FaultRun(watched, history, replicas)
@@ -250,10 +282,10 @@ def run_schedule(watched: Watched, history: History, replicas: int, seed: int, c
         run.play(schedule)
     except BaseException:
         with contextlib.suppress(Exception):  # what was seen until then, for the report
-            report(run, run.verdict(), seed, count, test)
+            report(run, run.verdict(), seed, count, test, count_var)
         assert faults.leftovers(watched.stack) == []
         raise
     verdict = run.verdict()
-    report(run, verdict, seed, count, test)
+    report(run, verdict, seed, count, test, count_var)
     assert faults.leftovers(watched.stack) == []
     return verdict

@@ -34,3 +34,4 @@ def test_faults_soak(recorded: tuple[Watched, History]) -> None:
     verdict = run_schedule(watched, history, REPLICAS, seed_from_env(1127), count, kinds, __file__)
     assert verdict.problems() == []
     assert all(f.survived for f in verdict.faults)
+
