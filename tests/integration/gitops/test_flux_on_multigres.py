@@ -101,13 +101,16 @@ def _sync(kube: KubeClient) -> None:
                          {"metadata": {"annotations": {RECONCILE_REQUESTED: stamp}}}, field_manager="test")
 
 
-def _applied(kube: KubeClient, commit: str, ready: str, timeout: float = 600) -> dict[str, Any]:
-    """Until the Kustomization reports `commit` and Ready=`ready`; its Ready condition then."""
+def _applied(kube: KubeClient, commit: str, ready: str, timeout: float = 600, reason: str = "") -> dict[str, Any]:
+    """Until the Kustomization reports `commit` and Ready=`ready` (with `reason`, when given); its Ready
+    condition then. A reason tells one False from another: while Flux checks the health of a new
+    commit, Ready can still be the False a refused commit before it left."""
     def done() -> dict[str, Any] | None:
         k = _kustomization(kube)
         cond = facts.condition(k, "Ready") or {}
         attempted = (k.get("status") or {}).get("lastAttemptedRevision") or ""
-        return cond if attempted.endswith(commit) and cond.get("status") == ready else None
+        wanted = cond.get("status") == ready and (not reason or cond.get("reason") == reason)
+        return cond if attempted.endswith(commit) and wanted else None
 
     return wait_for(done, timeout, f"the Kustomization at {commit[:8]} Ready={ready}", interval=1)
 
@@ -154,7 +157,7 @@ def test_flux_applies_refuses_scales_down_and_prunes_a_shard_from_git(rig) -> No
         hand = tree.commit({"shards/multigresshard-play.yaml": yaml.safe_dump(edited, sort_keys=False)},
                            "back up at minute 61 (refused by the operator)")
         _sync(kube)
-        stalled = _applied(kube, hand, "False", timeout=300)
+        stalled = _applied(kube, hand, "False", timeout=300, reason="HealthCheckFailed")
         print(f"[measured] operator-refused commit: {stalled.get('reason')}: {stalled.get('message')}", flush=True)
         assert stalled["reason"] == "HealthCheckFailed" and "MultigresShard/play/play" in stalled["message"], stalled
         assert "61" in refusal(shard_cr(stack)), refusal(shard_cr(stack))
