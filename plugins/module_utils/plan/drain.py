@@ -20,6 +20,7 @@ NOT_READY_BONUS = 500  # contract §3.4: a not-ready pod beats any index
 # A pod taking a base backup: its drain would wait for the backup (agent), so another standby goes
 # first; still preferred to the primary, and a not-ready one still goes first.
 BACKUP_PENALTY = -250
+DRAIN_REQUESTED = "DrainRequested"  # the event reason of every drain request (plan/stuck.py looks for it)
 
 
 def score(pod: PodFacts) -> int:
@@ -55,7 +56,7 @@ def request_drain(ctx: Context, pod: PodFacts, reason: keys.DrainReason, why: st
         ann[keys.ANN_SWITCHOVER] = ctx.stamp
     text = f"drain pod {pod.name}: {reason}, {why}"
     return [actions.patch(pod.obj, {"metadata": {"annotations": ann}}, text, Phase.ANNOTATE),
-            ctx.event(pod.obj, "Normal", "DrainRequested", text)]
+            ctx.event(pod.obj, "Normal", DRAIN_REQUESTED, text)]
 
 
 def stuck_again(pod: PodFacts, pvc: Manifest | None) -> bool:

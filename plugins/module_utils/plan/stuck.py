@@ -27,10 +27,8 @@ from ..state.facts import PodFacts
 from . import actions
 from .actions import Action, Phase
 from .context import Context
-from .drain import restart, stuck_again
+from .drain import DRAIN_REQUESTED, restart, stuck_again
 from .pool import PoolOutcome
-
-DRAIN_REQUESTED = "DrainRequested"  # the event reason request_drain records
 
 
 @dataclass
