@@ -105,6 +105,7 @@ class MultigresStack:
     agent_args: tuple[str, ...] = ()  # more agent flags, e.g. --grpc-ca/--grpc-cert/--grpc-key
     node: str = "process"  # one of NODES
     sized_claims: bool = False  # process node: each claim a filesystem of its request's size (claimfs)
+    kubelet_backoff: tuple[float, float] = (10.0, 300.0)  # process node: crash-loop delay (first, max), in s
     net: NodeNet | None = None
     real: RealNode | None = None
 
@@ -140,7 +141,8 @@ class MultigresStack:
                                                             workload_controllers=True).start())
         self.kubelet = self._step("the process kubelet", lambda: ProcessKubelet(
             api_client(cluster.kubeconfig), toolchain_images(tool), tool.user,
-            workdir=self.workdir / "kubelet", sized_claims=self.sized_claims).start())
+            workdir=self.workdir / "kubelet", sized_claims=self.sized_claims,
+            backoff=self.kubelet_backoff).start())
         self.topo = self._step("the topology etcd", self._start_topo)
         kube = self.kube()
         try:

@@ -62,6 +62,10 @@ RECOVER_S = 300.0  # to serve at full strength again after one fault, on two sha
 # A PostgreSQL that stays down (v0.1.0 on a full standby's disk) is replaced after this many seconds,
 # not the default 120: a soak of 100 faults has half a minute per fault (plan/stuck.py).
 STUCK_START_AFTER_S = 20
+# The process kubelet's crash-loop delay in the fault runs (first, max), in seconds; a real kubelet's is
+# 10 s doubling to 5 min, reset after 10 min of running: a schedule that SIGKILLs multiorch every few
+# minutes would then measure that back-off (a 5-min wait by the 7th kill), not the shard.
+KUBELET_BACKOFF = (2.0, 20.0)
 
 
 def reproduce_command(seed: int, count: int, test: str, count_var: str = "FAULT_COUNT") -> str:
@@ -217,6 +221,8 @@ class FaultRun:
 
     def _wait_recovered(self, kind: str) -> None:
         started = time.monotonic()
+        if kind == "multiorch-kill":  # the next fault meets a running multiorch
+            wait_for(self.stack.orchestrator_pids, RECOVER_S, "multiorch running again", interval=0.2)
         self.stack.wait_serving(SHARD, replicas=self.replicas, timeout=RECOVER_S)
         self.watched.load.wait_for_acks(5, timeout=RECOVER_S)
         self.log(f"  {kind}: serving at full strength again after {time.monotonic() - started:.1f}s")
@@ -264,7 +270,8 @@ def fault_stack(workdir: Path, replicas: int, kinds: Sequence[str]) -> Iterator[
     history = History()
     with watched_stack(workdir, lambda stack: stack.sample_shard(replicas=replicas, name=SHARD), replicas,
                        through_gateway=True, history=history, sized_claims=bool(NEEDS_SIZED_CLAIMS & set(kinds)),
-                       agent_args=("--stuck-start-after", str(STUCK_START_AFTER_S))) as watched:
+                       agent_args=("--stuck-start-after", str(STUCK_START_AFTER_S)),
+                       kubelet_backoff=KUBELET_BACKOFF) as watched:
         yield watched, history
 
 

@@ -90,13 +90,14 @@ def assert_never_two_writable(watched: Watched) -> None:
 def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStack], dict[str, Any]],
                   replicas: int, through_gateway: bool = False, agent_args: tuple[str, ...] = (),
                   node: str = "process", history: History | None = None,
-                  sized_claims: bool = False) -> Iterator[Watched]:
+                  sized_claims: bool = False, kubelet_backoff: tuple[float, float] = (10.0, 300.0)
+                  ) -> Iterator[Watched]:
     """A started stack serving `shard` (a manifest, or a function of the stack giving one) with
     `replicas` pool pods, under the write load (see Watched; with `history`, it records every write
     there); everything stops on exit. `node`: MultigresStack.node ("real": containers on a real kubelet);
-    `sized_claims`: MultigresStack.sized_claims (volumes that can fill up)."""
+    `sized_claims`: MultigresStack.sized_claims (volumes that can fill up); `kubelet_backoff`: its crash-loop delay."""
     stack = MultigresStack(workdir, progress=lambda line: print(line, flush=True), agent_args=agent_args, node=node,
-                           sized_claims=sized_claims)
+                           sized_claims=sized_claims, kubelet_backoff=kubelet_backoff)
     watched = None
     try:
         stack.start()
