@@ -52,7 +52,7 @@ test: setup lint typecheck sanity images
 
 # The seeded data-plane fault schedule on real Multigres: FAULT_COUNT (100) faults of every kind,
 # then its table (docs/reliability.md, "Data-plane faults"); `make test` plays a short one.
-SOAK_FAULTS := tests/integration/multigres/test_faults_soak.py tests/integration/multigres/test_faults_roll_soak.py
+SOAK_FAULTS := $(addprefix tests/integration/multigres/,test_faults_soak.py test_faults_roll_soak.py test_faults_cells_soak.py)
 soak: setup
 	$(PY) -m pytest -p no:cacheprovider -s -x $(SOAK_FAULTS) $(PYTEST_ARGS)
 

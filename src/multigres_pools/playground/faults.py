@@ -261,6 +261,28 @@ def partition_netns(netns: str, peers: Sequence[str]) -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def partition_group(namespaces: Sequence[str], peers: Sequence[str]) -> Iterator[list[str]]:
+    """partition_netns for each of `namespaces` at once; whatever was put in place is removed on
+    leaving, also when putting the rest in place failed."""
+    with contextlib.ExitStack() as cuts:
+        yield [cuts.enter_context(partition_netns(netns, peers)) for netns in namespaces]
+
+
+@contextlib.contextmanager
+def cell_partition(stack: MultigresStack, cell: str) -> Iterator[str]:
+    """Every pod of `cell` (pool pods, multiorch, multigateway) cut off from the pods of the other
+    cells, as when the link between two zones fails; both sides still reach the topology etcd and
+    the API server, which run on this machine. A pod created during the cut is not cut off."""
+    by_cell = stack.cell_addresses()
+    inside = by_cell.get(cell, [])
+    outside = [ip for other, ips in by_cell.items() if other != cell for ip in ips]
+    if not inside or not outside:
+        raise FaultError(f"a partition of cell {cell!r} needs pods in it and in another cell: {by_cell}")
+    with partition_group([pod_netns(stack, ip) for ip in inside], outside):
+        yield f"{len(inside)} pods of {cell} cut off from {len(outside)} of {', '.join(sorted(set(by_cell) - {cell}))}"
+
+
+@contextlib.contextmanager
 def topology_isolation(stack: MultigresStack) -> Iterator[str]:
     """Connections made from this machine's own network namespace to the topology etcd are dropped:
     the agent's (pods connect over the bridge and are not affected)."""

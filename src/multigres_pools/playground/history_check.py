@@ -73,12 +73,15 @@ class Verdict:
     faults: list[FaultOutcome]
     rows: dict[str, KindRow]
 
-    def problems(self) -> list[str]:
+    def problems(self, two_writable_allowed: bool = False) -> list[str]:
+        """What the history breaks. `two_writable_allowed`: samples with two servers out of recovery are
+        not a problem by themselves (a schedule where Multigres is known to leave a revoked primary
+        writable for a moment); writes acknowledged by both are still caught by the term checks."""
         out = [f"{len(self.lost)} acknowledged writes lost: {self.lost[:10]}" if self.lost else "",
                f"{len(self.failed_but_present)} failed writes present: {self.failed_but_present[:10]}"
                if self.failed_but_present else "",
                f"{len(self.two_primaries)} samples with two primaries, first {self.two_primaries[0]}"
-               if self.two_primaries else "",
+               if self.two_primaries and not two_writable_allowed else "",
                f"{len(self.stale_acks)} writes acknowledged in an older term, first {self.stale_acks[0]}"
                if self.stale_acks else "",
                f"reigns overlap: {self.overlapping_reigns[:3]}" if self.overlapping_reigns else "",

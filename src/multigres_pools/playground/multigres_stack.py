@@ -296,6 +296,19 @@ class MultigresStack:
         """(name, pod IP) of every pool pod with an address, terminating ones too (an old primary is one)."""
         return [(facts.name(p), ip) for p in self.pods() if (ip := (p.get("status") or {}).get("podIP"))]
 
+    def cell_addresses(self) -> dict[str, list[str]]:
+        """Cell -> the pod IPs of every pod placed in it: pool pods, multiorch and multigateway."""
+        kube = self.kube()
+        try:
+            found = kube.list("v1", "Pod", self.namespace, keys.LABEL_CELL)
+        finally:
+            kube.close()
+        cells: dict[str, list[str]] = {}
+        for pod in sorted(found, key=facts.name):
+            if ip := (pod.get("status") or {}).get("podIP"):
+                cells.setdefault(facts.labels(pod)[keys.LABEL_CELL], []).append(str(ip))
+        return cells
+
     def password(self, shard: str = "play") -> str:
         kube = self.kube()
         try:

@@ -12,19 +12,21 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.playground import faults
 from multigres_pools.playground.history import Deletion, History, RoleSample, SyncSample
 from multigres_pools.playground.history_check import Verdict, check
 from multigres_pools.playground.localstack import wait_for
-from multigres_pools.playground.multigres_stack import Member
+from multigres_pools.playground.multigres_stack import Member, MultigresStack
 from multigres_pools.playground.writeload import TABLE
 
 from .safety import (
@@ -55,8 +57,13 @@ KINDS = {"postgres-kill-primary": False, DRAINING_STANDBY: False, BACKING_UP: Fa
          "freeze-primary": True, "partition-primary": True, "agent-topology-isolation": True,
          "disk-full-primary": True, "disk-full-standby": True, "slow-disk-primary": True, "slow-disk-standby": True,
          "corrupt-standby-volume": False}
+# A cut between cells (faults.cell_partition) on a shard over two: the primary's cell from the other, or
+# the other from the primary's (the client's multigateway is the first by name, so the two differ).
+PRIMARY_CELL, STANDBY_CELL = "partition-primary-cell", "partition-standby-cell"
+CELL_KINDS = {PRIMARY_CELL: True, STANDBY_CELL: True}
 # fault_stack(sized_claims=True): the kinds that fill or slow a volume of its own
 NEEDS_SIZED_CLAIMS = {"disk-full-primary", "disk-full-standby", "slow-disk-primary", "slow-disk-standby"}
+ALL_KINDS = {**KINDS, **ROLLING_KINDS, **CELL_KINDS}
 SLOW_IOPS = 2  # writes per second a slowed volume takes (each COMMIT's WAL flush is one or more)
 RECOVER_S = 300.0  # to serve at full strength again after one fault, on two shared cores
 # A PostgreSQL that stays down (v0.1.0 on a full standby's disk) is replaced after this many seconds,
@@ -68,13 +75,49 @@ STUCK_START_AFTER_S = 20
 KUBELET_BACKOFF = (2.0, 20.0)
 
 
-def reproduce_command(seed: int, count: int, test: str, count_var: str = "FAULT_COUNT") -> str:
-    """One command that plays the same schedule again (`test`: the test file; `count_var`: the
-    variable it reads its count from), from the repository root."""
-    hold = os.environ.get("FAULT_HOLD_MAX", "8")
-    kinds = f"FAULT_KINDS={os.environ['FAULT_KINDS']} " if os.environ.get("FAULT_KINDS") else ""
-    return (f"{kinds}FAULT_SEED={seed} {count_var}={count} FAULT_HOLD_MAX={hold} .venv/bin/python -m pytest "
-            f"-p no:cacheprovider -s -x {os.path.relpath(test)}")
+@dataclass(frozen=True)
+class Schedule:
+    """One seeded fault run's defaults; FAULT_SEED, FAULT_KINDS (a subset of `kinds`), FAULT_HOLD_MAX
+    and `count_var` override them for one run."""
+
+    name: str  # the stack's working directory
+    kinds: tuple[str, ...]
+    seed: int
+    count: int
+    count_var: str = "FAULT_COUNT"
+    replicas: int = 3
+    shard: Callable[[MultigresStack], dict[str, Any]] | None = None  # default: the sample shard, `replicas` pods
+    # The longest a held fault lasts. multiorch's failover grace is 4 s plus up to 8 s of jitter, so
+    # longer holds let it fail over while the old primary is frozen or cut off.
+    hold_max_s: float = 8.0
+    # Samples with two servers out of recovery are reported, not failed on (Verdict.problems); only for
+    # a schedule where v0.1.0 is known to do so with its consensus keeping the old one from acknowledging.
+    two_writable_allowed: bool = False
+
+    def chosen_kinds(self) -> tuple[str, ...]:
+        """This schedule's kinds that FAULT_KINDS names (all when it is unset); a kind no schedule has
+        is an error, a FAULT_KINDS naming only other schedules' kinds skips this one."""
+        named = faults.choose_kinds(os.environ.get("FAULT_KINDS", ""), tuple(ALL_KINDS))
+        chosen = tuple(k for k in self.kinds if k in named)
+        if not chosen:
+            pytest.skip(f"FAULT_KINDS names none of this schedule's kinds ({', '.join(self.kinds)})")
+        return chosen
+
+    def chosen_seed(self) -> int:
+        return int(os.environ.get("FAULT_SEED", str(self.seed)))
+
+    def chosen_count(self) -> int:
+        return int(os.environ.get(self.count_var, str(self.count)))
+
+    def chosen_hold_max(self) -> float:
+        return float(os.environ.get("FAULT_HOLD_MAX", str(self.hold_max_s)))
+
+    def reproduce_command(self, test: str) -> str:
+        """One command that plays the same schedule again (`test`: the test file), from the repository root."""
+        kinds = f"FAULT_KINDS={os.environ['FAULT_KINDS']} " if os.environ.get("FAULT_KINDS") else ""
+        return (f"{kinds}FAULT_SEED={self.chosen_seed()} {self.count_var}={self.chosen_count()} "
+                f"FAULT_HOLD_MAX={self.chosen_hold_max():g} .venv/bin/python -m pytest -p no:cacheprovider -s -x "
+                f"{os.path.relpath(test)}")
 
 
 class FaultRun:
@@ -150,8 +193,12 @@ class FaultRun:
         elif kind == "slow-disk-standby":
             target, address = self._a_standby(primary)
             injector = faults.slow_disk(self.stack, target, address, SLOW_IOPS)
+        elif kind in CELL_KINDS:
+            own = self.stack.pooler_ids()[primary.pod].cell
+            target = own if kind == PRIMARY_CELL else min(set(self.stack.cell_addresses()) - {own})
+            injector = faults.cell_partition(self.stack, target)
         else:
-            raise ValueError(f"fault kind {kind!r} is not one of {', '.join(KINDS)}")
+            raise ValueError(f"fault kind {kind!r} is not one of {', '.join(ALL_KINDS)}")
         with self._recorded(kind, target), injector as what:
             self.log(f"  injected on {target}: {what}")
             time.sleep(hold_s)
@@ -240,8 +287,8 @@ class FaultRun:
         return check(self.history, present)
 
 
-def report(run: FaultRun, verdict: Verdict, seed: int, count: int, test: str, count_var: str) -> None:
-    note("faults: seed", f"{seed} (reproduce: {reproduce_command(seed, count, test, count_var)})")
+def report(run: FaultRun, verdict: Verdict, schedule: Schedule, test: str) -> None:
+    note("faults: seed", f"{schedule.chosen_seed()} (reproduce: {schedule.reproduce_command(test)})")
     note("faults: writes", f"{verdict.acknowledged} acknowledged, {len(verdict.lost)} lost, "
                            f"{len(verdict.indeterminate)} indeterminate ({len(verdict.indeterminate_present)} of "
                            f"them written after all); errors {dict(run.watched.load.errors)}")
@@ -250,49 +297,43 @@ def report(run: FaultRun, verdict: Verdict, seed: int, count: int, test: str, co
         note("faults: fault", f"{fault.kind} on {fault.target} at {fault.start - run.started:.1f}s: "
                               f"survived {fault.survived}, unavailable {fault.unavailable_s}s")
     print(verdict.table(), flush=True)
-    note("faults: problems", verdict.problems() or "none")
+    note("faults: problems", verdict.problems(two_writable_allowed=schedule.two_writable_allowed) or "none")
 
 
-def seed_from_env(default: int) -> int:
-    return int(os.environ.get("FAULT_SEED", str(default)))
-
-
-def kinds_from_env() -> tuple[str, ...]:
-    """FAULT_KINDS (comma-separated) narrows a schedule to some kinds, to study or reproduce them."""
-    return faults.choose_kinds(os.environ.get("FAULT_KINDS", ""), tuple(KINDS))
-
-
-@contextlib.contextmanager
-def fault_stack(workdir: Path, replicas: int, kinds: Sequence[str]) -> Iterator[tuple[Watched, History]]:
-    """A shard of `replicas` pods under a write load through the multigateway that records its
-    history; its claims are filesystems of their own when a kind needs them to fill up."""
+def judged_run(workdir: Path, schedule: Schedule, test: str) -> Verdict:
+    """Starts a shard under a write load through the multigateway that records its history (its
+    claims filesystems of their own when a kind fills or slows one), plays the schedule, prints the
+    table, and requires the checker to find no problem, every fault survived and nothing of a fault
+    left (no nftables table, no stopped process, no filler, no throttle cgroup)."""
     faults.sweep_tables()
+    kinds = schedule.chosen_kinds()
     history = History()
-    with watched_stack(workdir, lambda stack: stack.sample_shard(replicas=replicas, name=SHARD), replicas,
-                       through_gateway=True, history=history, sized_claims=bool(NEEDS_SIZED_CLAIMS & set(kinds)),
+    def sample(stack: MultigresStack) -> dict[str, Any]:
+        return stack.sample_shard(replicas=schedule.replicas, name=SHARD)
+
+    shard = schedule.shard or sample
+    with watched_stack(workdir, shard, schedule.replicas, through_gateway=True, history=history,
+                       sized_claims=bool(NEEDS_SIZED_CLAIMS & set(kinds)),
                        agent_args=("--stuck-start-after", str(STUCK_START_AFTER_S)),
                        kubelet_backoff=KUBELET_BACKOFF) as watched:
-        yield watched, history
-
-
-def run_schedule(watched: Watched, history: History, replicas: int, seed: int, count: int,
-                 kinds: Sequence[str], test: str, count_var: str = "FAULT_COUNT") -> Verdict:
-    """Plays `count` faults of `kinds` drawn from `seed`, prints the table, and checks that every
-    injector healed (no nftables table, no stopped process). Returns the checker's verdict."""
-    # FAULT_HOLD_MAX: the longest a held fault lasts (default 8 s; multiorch's failover grace is 4 s plus
-    # up to 8 s of jitter, so longer holds let it fail over while the old primary is frozen or cut off).
-    schedule = faults.plan(seed, kinds, count, instant=[k for k in kinds if not {**KINDS, **ROLLING_KINDS}[k]],
-                           hold_s=(2.0, float(os.environ.get("FAULT_HOLD_MAX", "8"))))
-    note("faults: schedule", f"seed {seed}: {[(s.kind, s.pause_s, s.hold_s) for s in schedule]}")
-    run = FaultRun(watched, history, replicas)
-    try:
-        run.play(schedule)
-    except BaseException:
-        with contextlib.suppress(Exception):  # what was seen until then, for the report
-            report(run, run.verdict(), seed, count, test, count_var)
+        planned = faults.plan(schedule.chosen_seed(), kinds, schedule.chosen_count(),
+                              instant=[k for k in kinds if not ALL_KINDS[k]], hold_s=(2.0, schedule.chosen_hold_max()))
+        note("faults: schedule", f"seed {schedule.chosen_seed()}: {[(s.kind, s.pause_s, s.hold_s) for s in planned]}")
+        run = FaultRun(watched, history, schedule.replicas)
+        try:
+            run.play(planned)
+        except BaseException:
+            with contextlib.suppress(Exception):  # what was seen until then, for the report
+                report(run, run.verdict(), schedule, test)
+            assert faults.leftovers(watched.stack) == []
+            raise
+        verdict = run.verdict()
+        report(run, verdict, schedule, test)
         assert faults.leftovers(watched.stack) == []
-        raise
-    verdict = run.verdict()
-    report(run, verdict, seed, count, test, count_var)
-    assert faults.leftovers(watched.stack) == []
+    if verdict.two_primaries:
+        note("faults: samples with two servers out of recovery", f"{len(verdict.two_primaries)}, "
+             f"{verdict.two_primaries[0][0] - run.started:.1f}-{verdict.two_primaries[-1][0] - run.started:.1f}s "
+             f"into the run: {sorted({pod for _, pods in verdict.two_primaries for pod in pods})}")
+    assert verdict.problems(two_writable_allowed=schedule.two_writable_allowed) == []
+    assert verdict.acknowledged > 0 and all(f.survived for f in verdict.faults)
     return verdict

@@ -4,6 +4,7 @@ process kubelet needs), no Multigres."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -13,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from multigres_pools.playground import claimfs, slowdisk
-from multigres_pools.playground.faults import freeze_netns, netns_pids, partition_netns, stopped_pids, tables
+from multigres_pools.playground.faults import (
+    FaultError,
+    freeze_netns,
+    netns_pids,
+    partition_group,
+    partition_netns,
+    stopped_pids,
+    tables,
+)
 from multigres_pools.playground.localstack import free_port, wait_for
 from multigres_pools.playground.podnet import ip, kill_netns_processes
 
@@ -24,9 +33,9 @@ class FailedMidFault(Exception):
     pass
 
 
-@pytest.fixture
-def netns() -> Iterator[str]:
-    name = f"mgpheal{os.getpid()}"  # not the process kubelet's prefix: its sweep never touches it
+@contextlib.contextmanager
+def own_netns(number: int) -> Iterator[str]:
+    name = f"mgpheal{os.getpid()}n{number}"  # not the process kubelet's prefix: its sweep never touches it
     ip("netns", "add", name)
     try:
         ip("link", "set", "lo", "up", netns=name)
@@ -34,6 +43,18 @@ def netns() -> Iterator[str]:
     finally:
         kill_netns_processes(name)
         ip("netns", "del", name, check=False)
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    with own_netns(0) as name:
+        yield name
+
+
+@pytest.fixture
+def other_netns() -> Iterator[str]:
+    with own_netns(1) as name:
+        yield name
 
 
 def in_netns(netns: str, *argv: str) -> list[str]:
@@ -76,6 +97,20 @@ def test_a_partition_is_removed_when_the_test_fails(netns: str) -> None:
     finally:
         server.kill()
         server.wait(10)
+
+
+def test_a_partition_of_many_namespaces_is_removed_from_each_when_the_test_fails(netns: str,
+                                                                                 other_netns: str) -> None:
+    with pytest.raises(FailedMidFault), partition_group([netns, other_netns], ["10.0.0.1", "10.0.0.2"]) as made:
+        assert [tables(netns), tables(other_netns)] == [[made[0]], [made[1]]]
+        raise FailedMidFault
+    assert tables(netns) == [] and tables(other_netns) == []
+
+
+def test_a_partition_of_many_namespaces_undoes_its_first_cuts_when_a_later_one_fails(netns: str) -> None:
+    with pytest.raises(FaultError, match="mgpheal-no-such"), partition_group([netns, "mgpheal-no-such"], ["10.0.0.1"]):
+        pass
+    assert tables(netns) == []
 
 
 def test_a_slow_disk_lets_go_of_its_processes_when_the_test_fails(netns: str) -> None:

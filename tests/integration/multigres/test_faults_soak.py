@@ -7,31 +7,13 @@ those kinds.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
 
-from multigres_pools.playground.history import History
-
-from .faultrun import fault_stack, kinds_from_env, run_schedule, seed_from_env
-from .safety import Watched
+from .faultrun import KINDS, Schedule, judged_run
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, pytest.mark.soak, pytest.mark.timeout(5400)]
-REPLICAS = 3
+SCHEDULE = Schedule("faults-soak", tuple(KINDS), seed=1127, count=100)
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[tuple[Watched, History]]:
-    with fault_stack(tmp_path_factory.mktemp("faults-soak"), REPLICAS, kinds_from_env()) as pair:
-        yield pair
-
-
-def test_faults_soak(recorded: tuple[Watched, History]) -> None:
-    watched, history = recorded
-    count = int(os.environ.get("FAULT_COUNT", "100"))
-    kinds = kinds_from_env()
-    verdict = run_schedule(watched, history, REPLICAS, seed_from_env(1127), count, kinds, __file__)
-    assert verdict.problems() == []
-    assert all(f.survived for f in verdict.faults)
-
+def test_faults_soak(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> None:
+    judged_run(tmp_path_factory.mktemp(SCHEDULE.name), SCHEDULE, __file__)

@@ -68,6 +68,16 @@ def test_two_writable_servers_in_one_sample_is_a_split_brain() -> None:
     verdict = check(history, present=set())
     assert verdict.two_primaries == [(1.2, ("pod-a", "pod-b"))]
     assert len(verdict.problems()) == 1
+    assert verdict.problems(two_writable_allowed=True) == []
+
+
+def test_allowing_two_writable_servers_still_catches_an_old_primary_that_acknowledges() -> None:
+    history = History()
+    history.roles += [RoleSample(1.0, ("pod-a", "pod-b"), 3)]
+    writes(history, 1, 0, 1, term=NEW)
+    writes(history, 2, 2, 3, term=OLD)  # the revoked primary acknowledged after the new one did
+    problems = check(history, present={1, 2}).problems(two_writable_allowed=True)
+    assert len(problems) == 1 and "1 writes acknowledged in an older term" in problems[0]
 
 
 def test_an_old_primary_acknowledging_after_the_new_one_did_is_caught_twice() -> None:
