@@ -90,6 +90,11 @@ class Context:
     def __post_init__(self) -> None:
         self.kube.fence = self.fence
 
+    def forget_pod(self, uid: str) -> None:
+        """What this process remembers of a pod, dropped once its finalizer is: a uid never comes back."""
+        for remembered in (self.restores, self.stuck_marks, self.down_since):
+            remembered.pop(uid, None)
+
     def effect(self, name: str) -> None:
         if self.before_effect is not None:
             self.before_effect(name)

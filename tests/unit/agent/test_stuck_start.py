@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.agent.__main__ import build
+from multigres_pools.agent.context import Context
 from multigres_pools.agent.stuck_start import down_since, next_mark, publish_stuck_starts
 from multigres_pools.dataplane.base import Leadership, Pooler, PoolerId
 from multigres_pools.dataplane.v0_1 import pick_leadership
@@ -110,3 +111,11 @@ def test_the_threshold_must_be_a_positive_number_of_seconds(value: str, capsys) 
     with pytest.raises(SystemExit):
         build(["--stuck-start-after", value])
     assert f"--stuck-start-after: {float(value)} is not a positive number of seconds" in capsys.readouterr().err
+
+
+def test_what_the_agent_remembers_of_a_pod_goes_with_its_finalizer() -> None:
+    ctx = Context(kube=SimpleNamespace(), dataplane=None)  # type: ignore[arg-type]
+    ctx.stuck_marks["u-1"], ctx.down_since["u-1"], ctx.restores["u-1"] = "2026-11-27T09:56:55Z", NOW, {"state": "x"}
+    ctx.down_since["u-2"] = NOW
+    ctx.forget_pod("u-1")
+    assert (ctx.stuck_marks, ctx.restores, ctx.down_since) == ({}, {}, {"u-2": NOW})
