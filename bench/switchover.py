@@ -9,6 +9,11 @@ pod is the confirmed primary and all 3 serve again. Reported per path: the longe
 an acknowledged write around each replacement (p50, max), the client errors seen, and the samples
 in which two servers were out of recovery.
 
+With `--failover-buffer` the shard's multigateway holds statements the old primary refuses during
+the change (spec.multigateway.failoverBuffer) and the rounds start at least 65 s apart: v0.1.0's
+gateway buffers at most one failover a minute (--buffer-min-time-between-failovers). Compare its
+figures with a run without it on the same machine.
+
 The anchor, measured in the same run on the same shard: the agent restarted with
 `--no-hurry-handover`, so the new primary waits for multiorch's own failover grace (today's path
 before the agent asked multiorch to act at once).
@@ -36,6 +41,7 @@ from multigres_pools.playground.multigres_stack import MultigresStack
 from multigres_pools.playground.writeload import RecoverySampler, WriteLoad
 
 REPLICAS = 3
+BUFFER_SPACING_S = 65.0  # v0.1.0's --buffer-min-time-between-failovers is 1 min
 
 
 @dataclass
@@ -78,10 +84,12 @@ def one_round(stack: MultigresStack, load: WriteLoad, recovery: RecoverySampler)
 
 
 def run_path(stack: MultigresStack, load: WriteLoad, recovery: RecoverySampler, rounds: int,
-             label: str) -> list[Round]:
+             label: str, spacing_s: float = 0.0) -> list[Round]:
     out = []
     for i in range(rounds):
+        began = time.monotonic()
         out.append(one_round(stack, load, recovery))
+        time.sleep(max(0.0, spacing_s - (time.monotonic() - began)))
         print(f"  {label} round {i + 1}/{rounds}: longest gap {out[-1].gap_s:.2f} s, errors "
               f"{dict(out[-1].errors) or 'none'}, two writable: {out[-1].two_writable}", flush=True)
     return out
@@ -97,7 +105,10 @@ def _row(label: str, rounds: list[Round]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=10, help="primary replacements per path (default 10)")
+    p.add_argument("--failover-buffer", action="store_true",
+                   help="enable the multigateway's failover buffer; rounds start 65 s apart")
     args = p.parse_args()
+    spacing_s = BUFFER_SPACING_S if args.failover_buffer else 0.0
     if os.geteuid() != 0:
         raise SystemExit("bench.switchover: run as root (pods get network namespaces)")
     started = time.monotonic()
@@ -105,7 +116,10 @@ def main() -> None:
     load = recovery = None
     try:
         stack.start()
-        stack.apply_shard(stack.sample_shard(replicas=REPLICAS))
+        shard = stack.sample_shard(replicas=REPLICAS)
+        if args.failover_buffer:
+            shard["spec"]["multigateway"]["failoverBuffer"] = {"enabled": True}
+        stack.apply_shard(shard)
         stack.wait_serving("play", replicas=REPLICAS, timeout=900)
         gateway = wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
         password = stack.password("play")
@@ -116,10 +130,10 @@ def main() -> None:
         load.start()
         recovery.start()
         load.wait_for_acks(50, timeout=120)
-        hurried = run_path(stack, load, recovery, args.rounds, "handover")
+        hurried = run_path(stack, load, recovery, args.rounds, "handover", spacing_s)
         stack.agent_args = (*stack.agent_args, "--no-hurry-handover")
         stack.restart_agent()
-        anchor = run_path(stack, load, recovery, args.rounds, "anchor")
+        anchor = run_path(stack, load, recovery, args.rounds, "anchor", spacing_s)
         lost = load.missing(gateway)
     finally:
         for thread in (load, recovery):
@@ -128,7 +142,8 @@ def main() -> None:
         stack.stop()
     print_context()
     print(f"{args.rounds} primary replacements per path on Multigres v0.1.0, {REPLICAS} pods, writes through the "
-          f"gateway (whole run {time.monotonic() - started:.0f} s); acknowledged writes lost: {len(lost)}")
+          f"gateway{', failover buffer on' if args.failover_buffer else ''} (whole run "
+          f"{time.monotonic() - started:.0f} s); acknowledged writes lost: {len(lost)}")
     print(f"{'path':34}{'p50 s':>8}{'max s':>8}{'2 prim':>8}   client errors")
     print(_row("agent hurries multiorch (default)", hurried))
     print(_row("anchor: multiorch's own grace", anchor))

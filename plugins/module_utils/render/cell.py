@@ -27,7 +27,7 @@ from .parts import (
 )
 
 if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
-    from ..spec.model import CellDeployment
+    from ..spec.model import CellDeployment, FailoverBuffer
 
 
 def _selector(ctx: ShardContext, component: str, cell: str) -> dict[str, str]:
@@ -173,6 +173,7 @@ def multigateway_deployment(ctx: ShardContext, cell: str) -> Manifest:
             f"--pg-port={layout.MULTIGATEWAY_PG}",
             *_topology_args(ctx, cell),
             f"--log-level={spec.log_levels.multigateway}",
+            *_failover_buffer_args(spec.multigateway.failover_buffer),
             *reg_args,
             *_grpc_tls_args(ctx),
         ],
@@ -189,6 +190,12 @@ def multigateway_deployment(ctx: ShardContext, cell: str) -> Manifest:
     }
     return _deployment(ctx, keys.COMPONENT_MULTIGATEWAY, naming.multigateway_deployment_name(ctx.sid, cell), cell,
                        spec.multigateway, container)
+
+
+def _failover_buffer_args(buffer: FailoverBuffer) -> list[str]:
+    if not buffer.enabled:
+        return []  # the flags appear only when asked for: shards that do not use it render as before
+    return ["--buffer-enabled=true", *([f"--buffer-window={buffer.window}"] if buffer.window else [])]
 
 
 def multigateway_service(ctx: ShardContext, cell: str) -> Manifest:

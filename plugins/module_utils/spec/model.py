@@ -439,10 +439,28 @@ class MultiOrch(CellDeployment):
     )
 
 
+class FailoverBuffer(SpecModel):
+    __rules__: ClassVar = (_positive_interval("failover-buffer-window", "window"),)
+
+    enabled: bool = Field(
+        False, description="multigateway --buffer-enabled: a statement the old primary refuses during a "
+                           "primary change (planned failover in progress, MTF01, or a read-only transaction, "
+                           "25006) waits for the new primary instead of failing. New connections that fail "
+                           "while the old primary's pooler is unreachable are not covered.",
+    )
+    window: GoDuration | None = Field(
+        None, description="multigateway --buffer-window: the longest a statement waits (Go duration); "
+                          "Multigres' default (10s) when unset.",
+    )
+
+
 class MultiGateway(CellDeployment):
     enabled: bool = Field(
         False, description="Run a multigateway Deployment and Service per cell (PostgreSQL protocol on "
                            "Service port 5432); v0.1.0 only.",
+    )
+    failover_buffer: FailoverBuffer = Field(
+        {}, validate_default=True, description="The multigateway's failover buffer (off unless enabled).",
     )
 
 

@@ -360,6 +360,21 @@ def test_multigateway_is_off_by_default_and_per_cell_when_enabled():
     assert dep["spec"]["template"]["metadata"]["labels"].items() >= svc["spec"]["selector"].items()
 
 
+def test_the_failover_buffer_flags_appear_only_when_enabled():
+    def gateway_args(buffer):
+        desired = _render({"multigateway": {"enabled": True, "failoverBuffer": buffer}})
+        (container,) = _deployment(desired, keys.COMPONENT_MULTIGATEWAY)["containers"]
+        return [a for a in container["args"] if a.startswith("--buffer")]
+
+    assert gateway_args({}) == [] and gateway_args({"window": "5s"}) == []
+    assert gateway_args({"enabled": True}) == ["--buffer-enabled=true"]
+    assert gateway_args({"enabled": True, "window": "4500ms"}) == ["--buffer-enabled=true", "--buffer-window=4500ms"]
+    for bad, problem in (("0s", "window must be greater than zero"), ("5 s", "should match pattern")):
+        with pytest.raises(model.SpecError) as refused:
+            model.load_spec(corpus.spec({"multigateway": {"enabled": True, "failoverBuffer": {"window": bad}}}))
+        assert "spec.multigateway.failoverBuffer.window" in str(refused.value) and problem in str(refused.value)
+
+
 def test_version_and_durations_in_the_model():
     assert model.load_spec(corpus.spec()).multigres.version is keys.MultigresVersion.V0_1_0
     assert model.load_spec(corpus.spec(corpus.ERA_A)).multigres.version is keys.MultigresVersion.ERA_A
