@@ -57,6 +57,12 @@ class NotLeader(BaseException):
     it into a recorded failure (which would be one more write); the entry points catch it."""
 
 
+def memory_key(pod: Manifest) -> str:
+    """The key of what the agent remembers of a pod (Context.restores, stuck_marks, down_since): its
+    uid, else its name."""
+    return facts.uid(pod) or podinfo.name(pod)
+
+
 @dataclass
 class Context:
     kube: Kube
@@ -90,10 +96,10 @@ class Context:
     def __post_init__(self) -> None:
         self.kube.fence = self.fence
 
-    def forget_pod(self, uid: str) -> None:
+    def forget_pod(self, pod: Manifest) -> None:
         """What this process remembers of a pod, dropped once its finalizer is: a uid never comes back."""
         for remembered in (self.restores, self.stuck_marks, self.down_since):
-            remembered.pop(uid, None)
+            remembered.pop(memory_key(pod), None)
 
     def effect(self, name: str) -> None:
         if self.before_effect is not None:
@@ -169,7 +175,7 @@ class ShardView:
         live = [(pod, pooler) for pod in self.pods
                 if not podinfo.deleting(pod) and (pooler := self.own_id(pod)) is not None]
         round_ = self.leadership() if live else None
-        return [(pod, pooler, facts.uid(pod) or podinfo.name(pod), cast(Leadership, round_)) for pod, pooler in live]
+        return [(pod, pooler, memory_key(pod), cast(Leadership, round_)) for pod, pooler in live]
 
     def own_id(self, pod: Manifest) -> PoolerId | None:
         """The pod's pooler id: its record's, else the one its flags name, unless a record of that id

@@ -374,7 +374,7 @@ def finalize(ctx: Context, view: ShardView, pod: Manifest) -> bool:
                 return False
     ctx.effect("remove-finalizer")
     ctx.kube.remove_pod_finalizer(pod, keys.FINALIZER_POD)
-    ctx.forget_pod(str(podinfo.meta(pod).get("uid", "")))
+    ctx.forget_pod(pod)
     ctx.log.info("pod finalized", extra={"pod": name})
     for target in view.event_targets(pod):
         ctx.kube.event(target, "PoolerUnregistered", f"{name}: pooler unregistered; finalizer removed")

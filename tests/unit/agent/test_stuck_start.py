@@ -117,5 +117,8 @@ def test_what_the_agent_remembers_of_a_pod_goes_with_its_finalizer() -> None:
     ctx = Context(kube=SimpleNamespace(), dataplane=None)  # type: ignore[arg-type]
     ctx.stuck_marks["u-1"], ctx.down_since["u-1"], ctx.restores["u-1"] = "2026-11-27T09:56:55Z", NOW, {"state": "x"}
     ctx.down_since["u-2"] = NOW
-    ctx.forget_pod("u-1")
+    ctx.forget_pod({"metadata": {"name": "p-1", "uid": "u-1"}})
     assert (ctx.stuck_marks, ctx.restores, ctx.down_since) == ({}, {}, {"u-2": NOW})
+    ctx.down_since["p-3"] = NOW  # a pod listed without a uid is remembered by name (asked_pods), and forgotten so
+    ctx.forget_pod({"metadata": {"name": "p-3"}})
+    assert ctx.down_since == {"u-2": NOW}
