@@ -52,7 +52,7 @@ from . import toolchain as toolchain_module
 from .cluster import Cluster, Etcd
 from .kubeclient import api_client
 from .localstack import Process, ensure_namespace, free_port, install_crd, wait_for
-from .process_kubelet import ProcessKubelet, toolchain_images
+from .process_kubelet import DEFAULT_BACKOFF, ProcessKubelet, toolchain_images
 from .realnode.install import install_bundle, restricted_namespace
 from .realnode.node import NodeNet, RealNode, claim
 from .realnode.preflight import NODES
@@ -105,7 +105,7 @@ class MultigresStack:
     agent_args: tuple[str, ...] = ()  # more agent flags, e.g. --grpc-ca/--grpc-cert/--grpc-key
     node: str = "process"  # one of NODES
     sized_claims: bool = False  # process node: each claim a filesystem of its request's size (claimfs)
-    kubelet_backoff: tuple[float, float] = (10.0, 300.0)  # process node: crash-loop delay (first, max), in s
+    kubelet_backoff: tuple[float, float] = DEFAULT_BACKOFF  # process node: crash-loop delay (first, max), in s
     net: NodeNet | None = None
     real: RealNode | None = None
 

@@ -53,6 +53,7 @@ __all__ = ["ImageSpec", "ProcessKubelet", "sweep", "toolchain_images"]
 log = logging.getLogger(__name__)
 
 WATCH_SECONDS = 30
+DEFAULT_BACKOFF = (10.0, 300.0)  # a kubelet's crash-loop delay (first, max), in s: 10 s doubling to 5 min
 
 
 def sweep(prefix: str = podnet.PREFIX) -> list[str]:
@@ -78,7 +79,7 @@ class ProcessKubelet:
 
     def __init__(self, api_client: client.ApiClient, images: Mapping[str, ImageSpec], user: str, *,
                  namespace: str | None = None, node_name: str | None = None, workdir: Path | None = None,
-                 node_labels: Mapping[str, str] | None = None, backoff: tuple[float, float] = (10.0, 300.0),
+                 node_labels: Mapping[str, str] | None = None, backoff: tuple[float, float] = DEFAULT_BACKOFF,
                  cluster_domain: str = layout.CLUSTER_DOMAIN, sized_claims: bool = False) -> None:
         try:
             account = pwd.getpwnam(user)

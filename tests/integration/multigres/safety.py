@@ -25,6 +25,7 @@ from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.history import History
 from multigres_pools.playground.localstack import PodEvent, PodTimeline, wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
+from multigres_pools.playground.process_kubelet import DEFAULT_BACKOFF
 from multigres_pools.playground.writeload import RecoverySampler, SyncSample, SyncSampler, WriteLoad
 
 SHARD = "play"
@@ -90,7 +91,7 @@ def assert_never_two_writable(watched: Watched) -> None:
 def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStack], dict[str, Any]],
                   replicas: int, through_gateway: bool = False, agent_args: tuple[str, ...] = (),
                   node: str = "process", history: History | None = None,
-                  sized_claims: bool = False, kubelet_backoff: tuple[float, float] = (10.0, 300.0)
+                  sized_claims: bool = False, kubelet_backoff: tuple[float, float] = DEFAULT_BACKOFF
                   ) -> Iterator[Watched]:
     """A started stack serving `shard` (a manifest, or a function of the stack giving one) with
     `replicas` pool pods, under the write load (see Watched; with `history`, it records every write
