@@ -60,6 +60,7 @@ COMPONENT_MULTIGATEWAY = "multigateway"
 COMPONENT_BACKUP = "shard-backup"
 COMPONENT_CONFIG = "shard-config"
 COMPONENT_NETWORK_POLICY = "shard-network-policy"
+COMPONENT_RESTORE_DRILL = "restore-drill"
 
 # Label keys whose values we set on every object we render; user-supplied pod labels may not use them.
 OWNED_LABEL_KEYS = (LABEL_APP_NAME, LABEL_APP_INSTANCE, LABEL_APP_COMPONENT, LABEL_APP_PART_OF, LABEL_APP_MANAGED_BY)
@@ -149,6 +150,13 @@ REPOSITORY_CHECK_CONTAINER = "repository-check"
 # saw, which is what v0.1.0 restores) and walPosition (the replay position then). status.restore
 # and the condition Restoring are built from it.
 ANN_RESTORE = "pools.multigres.com/restore"
+# The restore drill (plan/drill.py, docs/operations.md "Restore drill"). On the MultigresShard, set by a
+# human (any value): run a drill now; the engine removes it when the drill starts. ANN_RESTORE_DRILL is
+# the engine's own record there (JSON: the schedule time handled, the drill running, the last result,
+# when a backup was last verified), copied to status.backup; on the drill pod it names the backup.
+ANN_RESTORE_DRILL_REQUEST = "pools.multigres.com/restore-drill-request"
+ANN_RESTORE_DRILL = "pools.multigres.com/restore-drill"
+RESTORE_DRILL_CONTAINER = "restore-drill"
 # On a v0.1.0 pool pod, written by the agent (agent/stuck_start.py): its multipooler has been
 # starting a PostgreSQL that is not running for longer than the agent's --stuck-start-after, which
 # v0.1.0 never starts again by itself; the value is when that start began (RFC 3339). The engine drains
@@ -247,6 +255,9 @@ class ShardCondition(StrEnum):
     # True while a pool pod's pooler restores from the repository or creates the shard's first backup
     # (the agent's keys.ANN_RESTORE); status.restore says what was restored.
     RESTORING = "Restoring"
+    # Whether the last restore drill brought the newest backup up in a throwaway pod and a query answered
+    # (plan/drill.py); present once a drill ended.
+    BACKUP_VERIFIED = "BackupVerified"
 
 
 # The status of each condition that means something waits or is wrong: what `multigres-pools status`
@@ -260,6 +271,7 @@ SHARD_CONDITION_ATTENTION = {
     ShardCondition.TOPOLOGY_UNREACHABLE: "True", ShardCondition.FOREIGN_OBJECTS: "True",
     ShardCondition.FENCED: "True", ShardCondition.FENCE_REFUSED: "True", ShardCondition.PODS_STUCK: "True",
     ShardCondition.WRITABLE_STANDBY: "True", ShardCondition.BOOTSTRAP_REFUSED: "True",
+    ShardCondition.BACKUP_VERIFIED: "False",
 }
 # The pod condition the agent sets while a drain step is stuck past --stall-after.
 POD_CONDITION_DRAIN_STALLED = ShardCondition.DRAIN_STALLED.value
@@ -334,6 +346,13 @@ class RestoreState(StrEnum):
     FIRST_BACKUP = "first-backup"
     RESTORED = "restored"
     INITIALIZED = "initialized"  # after a first backup: a new shard, nothing restored
+
+
+class DrillResult(StrEnum):
+    """The `result` of a restore drill (ANN_RESTORE_DRILL's `last`)."""
+
+    VERIFIED = "Verified"
+    FAILED = "Failed"
 
 
 class Role(StrEnum):

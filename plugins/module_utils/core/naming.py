@@ -118,6 +118,11 @@ def shard_backup_pvc_name(sid: ShardId) -> str:
     return join(SERVICE, "backup-data", *sid.parts)
 
 
+def restore_drill_pod_name(sid: ShardId) -> str:
+    """The throwaway pod of the shard's restore drill (one at a time)."""
+    return join(POD, *sid.parts, "restore-drill")
+
+
 def multiorch_deployment_name(sid: ShardId, cell: str) -> str:
     return join(DEFAULT, *sid.parts, "multiorch", cell)
 

@@ -27,7 +27,7 @@ def read_shard(client: Reader, namespace: str, name: str) -> Manifest | None:
 
 def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None,
             kinds: Iterable[tuple[str, str]] = INFRA_KINDS,
-            metadata_kinds: Iterable[tuple[str, str]] = ()) -> Observed:
+            metadata_kinds: Iterable[tuple[str, str]] = (), drill_pod: str | None = None) -> Observed:
     shard_sel = labels.selector_string(labels.shard_selector(sid))
     pod_sel = labels.selector_string({**labels.shard_selector(sid),
                                       keys.LABEL_APP_COMPONENT: keys.COMPONENT_POOL})
@@ -43,7 +43,18 @@ def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None
         if live is not None and facts.uid(live) == uid:
             rivals[rival] = uid
     return Observed(cr=cr, pods=parts.pods, pvcs=parts.pvcs, others=parts.others, foreign=parts.foreign,
-                    rivals=rivals, cordoned=cordoned_nodes(client, parts.pods))
+                    rivals=rivals, cordoned=cordoned_nodes(client, parts.pods),
+                    drill_pod=_drill_pod(client, sid, namespace, cr, drill_pod) if drill_pod else None)
+
+
+def _drill_pod(client: Reader, sid: ShardId, namespace: str, cr: Manifest | None, name: str) -> Manifest | None:
+    """The restore drill's pod `name` when this MultigresShard controls it (plan/drill.py); listed only for
+    shards that have drills, so other shards pay no request for it."""
+    selector = labels.selector_string({**labels.shard_selector(sid),
+                                       keys.LABEL_APP_COMPONENT: keys.COMPONENT_RESTORE_DRILL})
+    owner = facts.uid(cr) if cr else None
+    return next((p for p in client.list("v1", "Pod", namespace, selector) if facts.name(p) == name
+                 and (ownership.controller_ref(p) or {}).get("uid") == owner), None)
 
 
 def cordoned_nodes(client: Reader, pods: Iterable[Manifest]) -> frozenset[str]:

@@ -24,6 +24,7 @@ from . import actions
 from .actions import Action, Phase
 from .context import REQUEUE_DRAIN, Context, PoolView, decommission_problems, pool_views
 from .delete import CLEANUP_TIMEOUT, plan_delete
+from .drill import DrillOutcome, plan_drill
 from .infra import plan_generated_password, plan_generated_tls, plan_infra, plan_prune
 from .maintenance import MaintenanceOutcome, plan_maintenance
 from .pause import Pause, pause_of
@@ -42,6 +43,7 @@ class Plan:
     maintenance: MaintenanceOutcome = field(default_factory=MaintenanceOutcome)
     stuck: StuckOutcome = field(default_factory=StuckOutcome)
     switchover: SwitchoverOutcome = field(default_factory=SwitchoverOutcome)
+    drill: DrillOutcome = field(default_factory=DrillOutcome)
     waiting: list[str] = field(default_factory=list)
     requeue_after: float = 0.0
     deleting: bool = False
@@ -230,15 +232,18 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
     found += rolling.actions
     switchover = plan_switchover(ctx, outcomes, rolling, maintenance)
     found += switchover.actions
+    drill = plan_drill(ctx, desired.drill, observed.drill_pod)
+    found += drill.actions
     # A stalled node maintenance leads: it is the cause of what the pools wait for.
     waiting = ([w for w in (stuck.waiting, maintenance.waiting) if w] + [w for o in outcomes for w in o.waiting]
                + ([rolling.waiting] if rolling.waiting else []))
-    requeues = [o.requeue_after for o in outcomes if o.requeue_after]
+    # A drill does not make the shard wait (its pod is no pool pod): it only asks to be looked at again.
+    requeues = [r for r in [o.requeue_after for o in outcomes] + [drill.requeue_after] if r]
     if rolling.deferred_for:
         requeues.append(rolling.deferred_for)
     if (rolling.in_progress and not rolling.deferred_for and not rolling.waits_for_window) or found \
             or maintenance.in_progress or stuck.in_progress:
         requeues.append(REQUEUE_DRAIN)
     return Plan(actions=_ordered(found), pools=outcomes, rolling=rolling, maintenance=maintenance, stuck=stuck,
-                switchover=switchover, waiting=waiting,
+                switchover=switchover, drill=drill, waiting=waiting,
                 requeue_after=min(requeues) if requeues else 0.0, decommission_problems=decommission_problems(desired))

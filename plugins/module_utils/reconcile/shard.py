@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import keys
+from ..core import keys, naming
 from ..core.manifest import Manifest
 from ..kube import observe, owned_reads, snapshot
 from ..kube.apply import Applier, Outcome, write_status
@@ -221,7 +221,7 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
     observed = observe.observe(reader, desired.shard, namespace, cr=cr,
                                kinds=kinds_to_list(desired.objects),
                                metadata_kinds=[("v1", "Secret")] if desired.observes_secrets and not deleting_cr
-                               else [])
+                               else [], drill_pod=_drill_pod_name(desired, cr))
     plan = planner.plan(desired, observed, now, delete=request.state == "absent",
                         cleanup_timeout=request.cleanup_timeout)
     result.plan, result.waiting, result.requeue_after = plan.lines(), plan.waiting, plan.requeue_after
@@ -246,6 +246,13 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
         if recheck and not (0 < result.requeue_after <= recheck):
             result.requeue_after = recheck
     return decision
+
+
+def _drill_pod_name(desired: Desired, cr: Manifest | None) -> str | None:
+    """The restore drill pod's name when the shard has drills or a record of one (plan/drill.py)."""
+    if desired.drill is None and (cr is None or keys.ANN_RESTORE_DRILL not in facts.annotations(cr)):
+        return None
+    return naming.restore_drill_pod_name(desired.shard)
 
 
 def execute(client: KubeClient, request: Request, decision: Decision, stamp: str) -> Result:

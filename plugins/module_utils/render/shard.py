@@ -17,6 +17,7 @@ from ..state.desired import Desired, DesiredPool, PVCPolicy
 from . import cell as cell_objects
 from . import infra, security
 from .context import ShardContext, build_context
+from .drill import restore_drill
 from .pod import data_pvc, pool_pod, pool_spec_hash
 from .pool_v0_1 import bootstrap_guard
 
@@ -101,7 +102,7 @@ def desired_state(
                     for w in spec.maintenance_windows)
     return Desired(shard=ctx.sid, namespace=namespace, objects=tuple(_shard_objects(ctx)), pools=_pools(ctx),
                    generated_tls=generated_tls, generated_password=infra.generated_password(ctx), windows=windows,
-                   bootstrap=bootstrap_guard(ctx))
+                   bootstrap=bootstrap_guard(ctx), drill=restore_drill(ctx))
 
 
 def manifests(desired: Desired) -> list[Manifest]:

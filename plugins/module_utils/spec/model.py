@@ -542,9 +542,37 @@ class BackupSchedules(SpecModel):
         "0 1 * * 1-6", description="Cron schedule (five fields, UTC) of differential base backups.")
 
 
+class BackupVerify(SpecModel):
+    """The restore drill: the newest backup restored into a throwaway pod, checked, thrown away."""
+
+    __rules__: ClassVar = (_positive_interval("verify-timeout", "timeout"),)
+
+    schedule: Cron | None = Field(
+        None, description="Cron schedule (five fields, UTC) of the drill; unset: only on demand (annotation "
+                          f"{keys.ANN_RESTORE_DRILL_REQUEST}).")
+    query: Annotated[str, StringConstraints(min_length=1, max_length=4096)] = Field(
+        "SELECT 1", description="SQL the restored server must answer without an error (read-only: the server "
+                                "stays in recovery), e.g. SELECT count(*) FROM orders.")
+    database: Annotated[str, StringConstraints(min_length=1, max_length=63)] = Field(
+        "postgres", description="Database the query runs in.")
+    timeout: Duration = Field(
+        "1h", description="A drill still running after this fails (reason Timeout) and its pod is deleted.")
+
+    @property
+    def timeout_seconds(self) -> Decimal:
+        return go_duration_seconds(self.timeout)
+
+
 class Backup(SpecModel):
     __rules__: ClassVar = (
         required_when("s3-needs-settings", "type", "s3", "s3", "type 's3' needs the s3 block (bucket, region)"),
+        Rule(
+            name="verify-needs-filesystem",
+            cel="!has(self.verify) || !has(self.type) || self.type == 'filesystem'",
+            message="the restore drill reads a filesystem repository only (type 'filesystem')",
+            check=lambda b: b.verify is None or b.type == "filesystem",
+            field_path=".verify",
+        ),
         Rule(
             name="bootstrap-recovery-needs-filesystem",
             cel="!has(self.bootstrap) || self.bootstrap != 'recovery' || !has(self.type) || self.type == 'filesystem'",
@@ -577,6 +605,11 @@ class Backup(SpecModel):
                     "initdb before "
                     "(docs/operations.md, \"Disaster recovery\").",
     )
+    verify: BackupVerify | None = Field(
+        None, description="Restore drill (v0.1.0): restore the newest complete backup into a throwaway pod that "
+                          "mounts the repository read-only, start PostgreSQL in recovery, run a query, delete "
+                          "the pod; the result is status.backup.drill and the condition BackupVerified "
+                          "(docs/operations.md, \"Restore drill\").")
 
 
 # --- maintenance windows -------------------------------------------------------------------------
@@ -897,8 +930,38 @@ class BackupRun(BaseModel):
     error: str | None = Field(default=None, description="Why it failed; absent when it succeeded or still runs.")
 
 
+class DrillRun(BaseModel):
+    """One restore drill (docs/operations.md, "Restore drill")."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    trigger: Literal["schedule", "request"] = Field(
+        description=f"schedule: spec.backup.verify.schedule; request: annotation {keys.ANN_RESTORE_DRILL_REQUEST}.")
+    backup_id: str | None = Field(default=None, alias="backupId", description="The backup it restores.")
+    pod: str | None = Field(default=None, description="The throwaway pod it ran in (deleted once it ended).")
+    started_at: str | None = Field(default=None, alias="startedAt", description="When its pod was created (RFC 3339).")
+    finished_at: str | None = Field(default=None, alias="finishedAt", description="When it ended (RFC 3339).")
+    result: Literal["Verified", "Failed"] | None = Field(default=None, description="Absent while it runs.")
+    reason: str | None = Field(
+        default=None, description="Verified, or why it failed: NoBackup, RestoreFailed, PostgresDidNotStart, "
+                                  "QueryFailed, Timeout, PodLost, Cancelled, SetupFailed, Unexpected.")
+    message: str | None = Field(default=None, description="What happened, with the drill's own words when a kubelet "
+                                                          "kept them.")
+
+
+class DrillStatus(BaseModel):
+    """The engine's record of restore drills (its annotation on the shard)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    handled: str | None = Field(default=None, description="The latest due time of the schedule already handled.")
+    running: DrillRun | None = Field(default=None, description="The drill in progress, if any.")
+    last: DrillRun | None = Field(default=None, description="The drill that ended last.")
+
+
 class BackupStatus(BaseModel):
-    """The agent's backup bookkeeping (its annotation on the shard, copied here by the engine)."""
+    """The agent's backup bookkeeping (its annotation on the shard, copied here by the engine), and
+    the engine's restore drills."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
@@ -907,6 +970,10 @@ class BackupStatus(BaseModel):
     running: BackupRun | None = Field(default=None, description="The backup in progress, if any.")
     last: BackupRun | None = Field(default=None, description="The backup that finished last, successful or not.")
     waiting: str | None = Field(default=None, description="Why a due or requested backup has not started yet.")
+    drill: DrillStatus | None = Field(default=None, description="Restore drills (spec.backup.verify).")
+    last_verified: str | None = Field(
+        default=None, alias="lastVerified",
+        description="When a restore drill last brought a backup up and answered the query (RFC 3339).")
 
 
 class RestoreStatus(BaseModel):

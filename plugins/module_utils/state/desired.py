@@ -91,6 +91,17 @@ class BootstrapGuard:
 
 
 @dataclass(frozen=True)
+class RestoreDrill:
+    """spec.backup.verify of a shard that can run restore drills (v0.1.0, filesystem backups;
+    state/drill.py): when, for how long, and the drill pod for a given backup id."""
+
+    schedule: str | None
+    timeout_s: float
+    pod_name: str
+    pod: Callable[[str], Manifest] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class Desired:
     shard: ShardId
     namespace: str
@@ -103,6 +114,7 @@ class Desired:
     # spec.maintenanceWindows: when disruptive actions may start (spec/maintenance.py); empty = any time.
     windows: tuple[Window, ...] = ()
     bootstrap: BootstrapGuard | None = None
+    drill: RestoreDrill | None = None
 
     @property
     def observes_secrets(self) -> bool:

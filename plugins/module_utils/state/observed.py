@@ -38,6 +38,8 @@ class Observed:
     rivals: Mapping[str, str] = field(default_factory=dict)
     # The nodes of the shard's pool pods that are cordoned (spec.unschedulable): plan/maintenance.py.
     cordoned: frozenset[str] = frozenset()
+    # The restore drill's pod (plan/drill.py), when the shard has drills and one exists.
+    drill_pod: Manifest | None = None
 
     def find_foreign(self, kind: str, name: str) -> Manifest | None:
         return next((o for o in self.foreign if o.get("kind") == kind and facts.name(o) == name), None)
@@ -79,7 +81,9 @@ def with_writes(observed: Observed, writes: Iterable[tuple[str, str, str, Manife
     generated Secrets (answered as a List of their metadata) added."""
     cr = observed.cr
     pools: dict[str, dict[str, Manifest]] = {}
-    for kind, objs in (("Pod", observed.pods), ("PersistentVolumeClaim", observed.pvcs), *observed.others.items()):
+    drill = (observed.drill_pod,) if observed.drill_pod else ()
+    for kind, objs in (("Pod", observed.pods + drill), ("PersistentVolumeClaim", observed.pvcs),
+                       *observed.others.items()):
         pools[kind] = {(o.get("metadata") or {}).get("name", ""): o for o in objs}
     for verb, kind, name, answer in writes:
         if verb == "event":
@@ -98,6 +102,10 @@ def with_writes(observed: Observed, writes: Iterable[tuple[str, str, str, Manife
             elif obj:
                 pool[obj_name] = obj
     pods, pvcs = pools.pop("Pod"), pools.pop("PersistentVolumeClaim")
+    drills = [name for name, pod in pods.items()
+              if facts.labels(pod).get(keys.LABEL_APP_COMPONENT) == keys.COMPONENT_RESTORE_DRILL]
+    drill_pod = pods.pop(drills[0]) if drills else None
     others = {kind: tuple(objs.values()) for kind, objs in pools.items()}
     return Observed(cr=cr, pods=tuple(pods.values()), pvcs=tuple(pvcs.values()), others=others,
-                    foreign=observed.foreign, rivals=observed.rivals)
+                    foreign=observed.foreign, rivals=observed.rivals, cordoned=observed.cordoned,
+                    drill_pod=drill_pod)

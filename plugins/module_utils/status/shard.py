@@ -32,7 +32,7 @@ from ..plan import tls_policy
 from ..plan.actions import Action, event
 from ..plan.shard import Plan
 from ..requirements_guard import runtime_requirements
-from ..state import bootstrap, drain_annotations, facts, ownership
+from ..state import bootstrap, drain_annotations, drill, facts, ownership
 from ..state.desired import Desired
 from ..state.observed import Observed
 from . import fencing, pod_stuck, stalls
@@ -42,6 +42,7 @@ with runtime_requirements():  # requirements_guard.py: the modules check deps.py
     from ..spec.model import (
         BackupStatus,
         Condition,
+        DrillStatus,
         MultigresShardStatus,
         PgBackRestTLSStatus,
         RestoreStatus,
@@ -139,6 +140,29 @@ def _backup_condition(cr: Manifest | None) -> tuple[Condition | None, str | None
 def _backup_state(cr: Manifest | None) -> BackupStatus | None:
     """status.backup: the agent's bookkeeping (JSON in an annotation on the CR), when it is readable."""
     return reader.parse(BackupStatus, facts.json_annotation(cr, keys.ANN_BACKUP_STATE))
+
+
+def _with_drills(backup: BackupStatus | None, cr: Manifest | None) -> BackupStatus | None:
+    """status.backup with the engine's record of restore drills (plan/drill.py) added."""
+    rec = drill.record(cr)
+    if not rec:
+        return backup
+    out = backup or BackupStatus()
+    out.drill = reader.parse(DrillStatus, {k: v for k, v in rec.items() if k != "lastVerified"})
+    if rec.get("lastVerified"):
+        out.last_verified = str(rec["lastVerified"])
+    return out
+
+
+def _drill_condition(cr: Manifest | None) -> Condition | None:
+    """BackupVerified: the last drill's result; absent before any drill ended."""
+    last = drill.record(cr).get("last")
+    if not isinstance(last, dict) or last.get("result") not in tuple(keys.DrillResult):
+        return None
+    verified = last["result"] == keys.DrillResult.VERIFIED
+    what = f"restore drill of backup {last.get('backupId')}" if last.get("backupId") else "restore drill"
+    return _condition(C.BACKUP_VERIFIED, verified, str(last.get("reason") or last["result"]),
+                      f"{what} at {last.get('finishedAt', '?')}: {last.get('message', '')}")
 
 
 def _switchover(observed: Observed) -> SwitchoverStatus | None:
@@ -252,6 +276,8 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     backup, last_backup_time, last_backup_type = _backup_condition(observed.cr)
     if backup is not None:
         conditions.append(backup)
+    if (verified := _drill_condition(observed.cr)) is not None:
+        conditions.append(verified)
     generation = facts.meta(observed.cr).get("generation") if observed.cr else None
     for cond in conditions:
         if generation is not None:
@@ -266,7 +292,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         status.last_backup_time = last_backup_time
     if last_backup_type:
         status.last_backup_type = last_backup_type
-    if (backup_state := _backup_state(observed.cr)) is not None:
+    if (backup_state := _with_drills(_backup_state(observed.cr), observed.cr)) is not None:
         status.backup = backup_state
     if (switchover := _switchover(observed)) is not None:
         status.switchover = switchover

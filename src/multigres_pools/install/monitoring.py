@@ -32,6 +32,10 @@ def _condition_true(condition: str) -> str:
     return f'max by (namespace, shard) (multigres_pools_operator_shard_condition{{condition="{condition}"}}) == 1'
 
 
+def _condition_false(condition: str) -> str:
+    return f'min by (namespace, shard) (multigres_pools_operator_shard_condition{{condition="{condition}"}}) == 0'
+
+
 @dataclass(frozen=True)
 class Alert:
     name: str
@@ -76,6 +80,13 @@ ALERTS = (
           f"Backups of {_SHARD} are stale",
           f"The newest complete backup of {_SHARD} is older than spec.backup.healthThreshold, or there is none "
           "(BackupHealthy=False)."),
+    Alert("MultigresPoolsBackupVerificationFailed",
+          _condition_false(_C.BACKUP_VERIFIED),
+          "1m", "warning",
+          f"The last restore drill of {_SHARD} failed",
+          f"The newest backup of {_SHARD} could not be restored, started or queried in a throwaway pod "
+          f"({_C.BACKUP_VERIFIED}=False; status.backup.drill.last says why). Until a drill passes, do not count on "
+          "that backup for a restore."),
     Alert("MultigresPoolsOperatorNoLeader",
           "(sum(multigres_pools_operator_leader) or vector(0)) < 1",
           "5m", "critical",

@@ -149,6 +149,38 @@ def request_backup(stack: MultigresStack, kind: str, field_manager: str = "safet
         kube.close()
 
 
+def restore_drill(stack: MultigresStack, verify: dict[str, Any] | None, since: str,
+                  field_manager: str = "safety-test") -> dict[str, Any]:
+    """What a user writes for a restore drill now (spec.backup.verify and keys.ANN_RESTORE_DRILL_REQUEST);
+    returns status.backup.drill.last once a requested drill ended after `since`, and its pod is gone."""
+    kube = stack.kube()
+    try:
+        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD,
+                         {"spec": {"backup": {"verify": verify}},
+                          "metadata": {"annotations": {keys.ANN_RESTORE_DRILL_REQUEST: "now"}}},
+                         field_manager=field_manager)
+    finally:
+        kube.close()
+
+    def ended() -> dict[str, Any] | None:
+        drill = ((shard_cr(stack).get("status") or {}).get("backup") or {}).get("drill") or {}
+        last = drill.get("last") or {}
+        return last if last.get("finishedAt", "") > since and last.get("trigger") == "request" else None
+
+    last: dict[str, Any] = wait_for(ended, 300, "the restore drill to end", interval=1)
+    wait_for(lambda: not stack.pods(keys.COMPONENT_RESTORE_DRILL), 120, "the drill pod to go", interval=1)
+    return last
+
+
+def stop_restore_drills(stack: MultigresStack, field_manager: str = "safety-test") -> None:
+    kube = stack.kube()
+    try:
+        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD,
+                         {"spec": {"backup": {"verify": None}}}, field_manager=field_manager)
+    finally:
+        kube.close()
+
+
 def apply(stack: MultigresStack, change: Callable[[dict[str, Any]], None]) -> int:
     """Apply `change` to a copy of the MultigresShard's spec; returns the new generation."""
     cr = shard_cr(stack)

@@ -1,11 +1,13 @@
-"""Total loss on real Multigres v0.1.0 (issue #25, item 1): every pool pod and data PVC of a shard
-goes, the backup repository (the shard's backup PVC) stays. The operator recreates the pods on empty
-volumes; the shard must come back from the repository with every row acknowledged before the last
-backup, and every row acknowledged before the last archived WAL segment. Prints the RPO (rows and
-seconds of acknowledged writes that did not come back) and the RTO (loss to the first new write).
-Then the same loss with the repository emptied as well: by itself v0.1.0 would bootstrap a new, empty
-shard; the bootstrap guard (state/bootstrap.py) must hold every pod before PostgreSQL can initdb, say so on the
-MultigresShard, write nothing to the repository, and let the shard come back once the repository does."""
+"""Disaster recovery on real Multigres v0.1.0 (issue #25). First a restore drill on the healthy shard
+(item 3): the newest backup restored into a throwaway pod, checked, thrown away, nothing written.
+Then total loss (item 1): every pool pod and data PVC of a shard goes, the backup repository (the
+shard's backup PVC) stays. The operator recreates the pods on empty volumes; the shard must come back
+from the repository with every row acknowledged before the last backup, and every row acknowledged
+before the last archived WAL segment. Prints the RPO (rows and seconds of acknowledged writes that did
+not come back) and the RTO (loss to the first new write). Then the same loss with the repository
+emptied as well: by itself v0.1.0 would bootstrap a new, empty shard; the bootstrap guard
+(state/bootstrap.py) must hold every pod before PostgreSQL can initdb, say so on the MultigresShard,
+write nothing to the repository, and let the shard come back once the repository does."""
 
 from __future__ import annotations
 
@@ -25,7 +27,16 @@ from ansible_collections.multigres.pools.plugins.module_utils.state import boots
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.writeload import TABLE
 
-from .safety import SHARD, STACK_TIMEOUT, Watched, note, shard_cr, watched_stack
+from .safety import (
+    SHARD,
+    STACK_TIMEOUT,
+    Watched,
+    note,
+    restore_drill,
+    shard_cr,
+    stop_restore_drills,
+    watched_stack,
+)
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
@@ -203,6 +214,59 @@ def _present(watched: Watched, ids: list[int]) -> set[int]:
     assert primary is not None
     with psycopg.connect(stack.dsn(primary, password=stack.password(SHARD)), connect_timeout=5) as conn:
         return {i for (i,) in conn.execute(f"SELECT id FROM {TABLE} WHERE id = ANY(%s)", (ids,)).fetchall()}
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `root` with its size and modification time (ns)."""
+    return {str(f.relative_to(root)): (f.stat().st_size, f.stat().st_mtime_ns) for f in root.rglob("*") if f.is_file()}
+
+
+def test_a_restore_drill_verifies_the_newest_backup_writes_nothing_and_leaves_nothing(watched: Watched) -> None:
+    """Item 3: the newest backup restored into a throwaway pod, PostgreSQL started in recovery, a user
+    query answered; the result in the status, nothing written to the repository, nothing left behind.
+    Then a query that fails: the drill says so (condition, event) and the last success stays."""
+    stack, load = watched.stack, watched.load
+    load.wait_for_acks(50, timeout=120)
+    acked = list(load.acked)[-100:]
+    backup = _take_backup(watched)
+
+    def seen_by_agent() -> bool:
+        health = facts.json_annotation(shard_cr(stack), keys.ANN_BACKUP_HEALTH) or {}
+        return health.get("lastBackupId") == backup["backupId"]
+
+    wait_for(seen_by_agent, 60, "the agent's health check to see the backup", interval=1)
+    repository = _repository(watched)
+    before = _files(repository)
+    since = backup["finishedAt"]
+    started = time.monotonic()
+    # The user's query proves the rows: it divides by zero unless every row acknowledged before the backup is there.
+    ids = ",".join(map(str, acked))
+    query = f"SELECT 1 / (count(*) = {len(acked)})::int FROM {TABLE} WHERE id IN ({ids})"
+    last = restore_drill(stack, {"query": query}, since, FIELD_MANAGER)
+    took = time.monotonic() - started
+    note("restore drill", {**last, "seconds (request to pod gone)": round(took, 1)})
+    assert (last["result"], last["reason"], last["backupId"]) == ("Verified", "Verified", backup["backupId"]), last
+    status = _backup_status(watched)
+    assert status["lastVerified"] == last["finishedAt"], status
+    verified = _condition(watched, keys.ShardCondition.BACKUP_VERIFIED)
+    assert verified["status"] == "True" and backup["backupId"] in verified["message"], verified
+    assert _shard_events(watched, "RestoreDrillStarted") and _shard_events(watched, "BackupVerified")
+    # Read-only: every file of the repository is as it was; only the primary's archiver added WAL segments
+    # meanwhile (archive_timeout), and no drill server promoted (no new timeline history file).
+    after = _files(repository)
+    changed = [f for f, stamp in before.items() if after.get(f) != stamp]
+    added = sorted(set(after) - set(before))
+    assert not changed, changed
+    assert all(f.startswith("archive/") and not f.endswith(".history") for f in added), added
+
+    failed = restore_drill(stack, {"query": "SELECT * FROM no_such_table"}, last["finishedAt"], FIELD_MANAGER)
+    note("restore drill with a failing query", failed)
+    assert (failed["result"], failed["reason"]) == ("Failed", "QueryFailed"), failed
+    verified = _condition(watched, keys.ShardCondition.BACKUP_VERIFIED)
+    assert (verified["status"], verified["reason"]) == ("False", "QueryFailed"), verified
+    assert _backup_status(watched)["lastVerified"] == last["finishedAt"]
+    assert _shard_events(watched, "BackupVerificationFailed")
+    stop_restore_drills(stack, FIELD_MANAGER)  # no drills for the tests that follow
 
 
 def test_total_loss_brings_the_shard_back_from_the_backup_repository(watched: Watched) -> None:

@@ -23,6 +23,7 @@ from multigres_pools.images import catalog
 from multigres_pools.playground.localstack import reconciles_in, wait_for
 from multigres_pools.playground.localstack_cli import write_env
 from multigres_pools.playground.realnode.install import KubectlError, kubectl
+from multigres_pools.playground.writeload import TABLE
 from tests.helpers import doc_shell
 from tests.integration.multigres.safety import (
     SHARD,
@@ -35,12 +36,17 @@ from tests.integration.multigres.safety import (
     assert_out_of_sync_set_when_deleted,
     assert_primary_handed_over,
     assert_replaced_one_at_a_time_primary_last,
+    backup_state,
     converge,
+    finished_backup,
     no_record_left,
     note,
     primary_label_overlaps,
+    request_backup,
+    restore_drill,
     scale,
     shard_cr,
+    stop_restore_drills,
     uids,
     wait_converged,
     watched_stack,
@@ -97,6 +103,24 @@ def test_bundle_and_pool_pods_run_as_their_image_users_under_the_restricted_prof
                                            "securityContext": {"privileged": True}}]}}
     with pytest.raises(KubectlError, match="violates PodSecurity \"restricted"):
         _apply_pod(watched, watched.stack.namespace, privileged)
+
+
+def test_a_restore_drill_passes_admission_and_reports_the_drills_own_words(watched: Watched) -> None:
+    """The drill pod (render/drill.py) under the restricted profile on a real kubelet: admitted, run as the
+    image's user beside the pool pods (the ReadWriteOnce repository), its failure message the container's
+    log tail (terminationMessagePolicy FallbackToLogsOnError), and gone afterwards."""
+    stack = watched.stack
+    start = str((backup_state(stack).get("last") or {}).get("startedAt", ""))
+    request_backup(stack, "full")
+    backup = wait_for(lambda: finished_backup(stack, "request", start), 300, "the requested backup", interval=1)
+    assert not backup.get("error"), backup
+    verified = restore_drill(stack, {"query": f"SELECT count(*) FROM {TABLE}"}, backup["finishedAt"])
+    note("restore drill on the real node", verified)
+    assert (verified["result"], verified["backupId"]) == ("Verified", backup["backupId"]), verified
+    failed = restore_drill(stack, {"query": "SELECT * FROM no_such_table"}, verified["finishedAt"])
+    stop_restore_drills(stack)
+    assert failed["reason"] == "QueryFailed", failed
+    assert 'relation "no_such_table" does not exist' in failed["message"], failed
 
 
 def test_the_playground_pages_real_node_block_runs_as_written(watched: Watched, tmp_path: Path) -> None:
