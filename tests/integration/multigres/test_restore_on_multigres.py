@@ -224,7 +224,8 @@ def _files(root: Path) -> dict[str, tuple[int, int]]:
 def test_a_restore_drill_verifies_the_newest_backup_writes_nothing_and_leaves_nothing(watched: Watched) -> None:
     """Item 3: the newest backup restored into a throwaway pod, PostgreSQL started in recovery, a user
     query answered; the result in the status, nothing written to the repository, nothing left behind.
-    Then a query that fails: the drill says so (condition, event) and the last success stays."""
+    Then a query that fails: the drill says so (condition, event) and the last success stays. Then the
+    same backup damaged in the repository: the drill fails at the restore and changes nothing else."""
     stack, load = watched.stack, watched.load
     load.wait_for_acks(50, timeout=120)
     acked = list(load.acked)[-100:]
@@ -266,6 +267,25 @@ def test_a_restore_drill_verifies_the_newest_backup_writes_nothing_and_leaves_no
     assert (verified["status"], verified["reason"]) == ("False", "QueryFailed"), verified
     assert _backup_status(watched)["lastVerified"] == last["finishedAt"]
     assert _shard_events(watched, "BackupVerificationFailed")
+
+    # A damaged backup is what a drill is for: one byte range of the backup's largest file overwritten
+    # (put back afterwards). The drill must fail at the restore and change nothing else.
+    damaged = max((f for f in (repository / "backup").rglob("*") if f.is_file() and backup["backupId"] in f.parts),
+                  key=lambda f: f.stat().st_size)
+    original = damaged.read_bytes()
+    pods = {facts.name(p): facts.uid(p) for p in stack.pods()}
+    acks = len(load.acked)
+    try:
+        damaged.write_bytes(original[:len(original) // 2] + bytes(4096) + original[len(original) // 2 + 4096:])
+        broken = restore_drill(stack, {"query": "SELECT 1"}, failed["finishedAt"], FIELD_MANAGER)
+    finally:
+        damaged.write_bytes(original)
+    note("restore drill of a damaged backup", {**broken, "damaged": str(damaged.relative_to(repository)),
+                                               "size": len(original)})
+    assert (broken["result"], broken["reason"], broken["backupId"]) == ("Failed", "RestoreFailed",
+                                                                        backup["backupId"]), broken
+    assert {facts.name(p): facts.uid(p) for p in stack.pods()} == pods  # nothing else changed
+    load.wait_for_acks(acks - len(load.acked) + 20, timeout=120)
     stop_restore_drills(stack, FIELD_MANAGER)  # no drills for the tests that follow
 
 
