@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from . import units, verdict
-from .model import BackupRun, PodRow, Report, Sync
+from .model import BackupRun, Drill, PodRow, Report, Sync
 
 
 def document(report: Report) -> dict[str, Any]:
@@ -38,6 +38,8 @@ def document(report: Report) -> dict[str, Any]:
             "repository": [{"id": b.id, "type": b.type, "complete": b.complete, "size_bytes": b.size_bytes,
                             "final_lsn": b.final_lsn or None} for b in backups.repository],
             "repository_total": backups.repository_total, "repository_error": backups.repository_error or None,
+            "drill": {"running": _drill(backups.drill_running), "last": _drill(backups.drill_last),
+                      "last_verified": units.stamp(backups.last_verified)},
             "first_recoverable": None if backups.first_recoverable is None else {
                 "backup_id": backups.first_recoverable.id, "lsn": backups.first_recoverable.final_lsn or None},
             "wal_archiving": None,  # not published by Multigres v0.1.0 (screen.WAL_ARCHIVING)
@@ -72,6 +74,14 @@ def _run(run: BackupRun | None) -> dict[str, Any] | None:
     return {"type": run.type, "trigger": run.trigger, "pod": run.pod, "force_primary": run.force_primary,
             "started_at": units.stamp(run.started), "finished_at": units.stamp(run.finished),
             "backup_id": run.backup_id or None, "size_bytes": run.size_bytes, "error": run.error or None}
+
+
+def _drill(drill: Drill | None) -> dict[str, Any] | None:
+    if drill is None:
+        return None
+    return {"backup_id": drill.backup_id or None, "trigger": drill.trigger, "started_at": units.stamp(drill.started),
+            "finished_at": units.stamp(drill.finished), "result": drill.result or None,
+            "reason": drill.reason or None, "message": drill.message or None}
 
 
 def render(report: Report) -> str:

@@ -92,6 +92,19 @@ class BackupRun:
 
 
 @dataclass(frozen=True)
+class Drill:
+    """One restore drill (status.backup.drill.running / .last): result "" while it runs."""
+
+    backup_id: str
+    trigger: str
+    started: dt.datetime | None
+    finished: dt.datetime | None = None
+    result: str = ""
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class RepositoryBackup:
     id: str
     type: str
@@ -113,6 +126,9 @@ class Backups:
     repository_total: int = 0
     repository_error: str = ""
     first_recoverable: RepositoryBackup | None = None  # the oldest complete backup: nothing before its end
+    drill_running: Drill | None = None  # restore drills (spec.backup.verify)
+    drill_last: Drill | None = None
+    last_verified: dt.datetime | None = None
 
 
 @dataclass

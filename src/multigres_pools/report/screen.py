@@ -8,13 +8,14 @@ needs attention, each message in full.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 from collections.abc import Callable
 
 from . import units, verdict
 from .colour import PLAIN, Paint
 from .layout import INDENT, Cell, field, table, table_width, wrap
-from .model import BackupRun, PodRow, Report, Sync
+from .model import BackupRun, Drill, PodRow, Report, Sync
 
 STATE_STYLE = {verdict.HEALTHY: "good", verdict.RECONCILING: "warn", verdict.PAUSED: "warn",
                verdict.WARNING: "warn", verdict.DEGRADED: "bad", verdict.UNKNOWN: "bad"}
@@ -127,6 +128,17 @@ def _backup_run(run: BackupRun, report: Report, show: Show = str) -> str:
     return line + (f": FAILED: {run.error}" if run.error else "")
 
 
+def _drill(drill: Drill, now: dt.datetime) -> str:
+    """`Verified 20261128-070353F (request), 2026-11-28T07:04:04Z (2h ago)` or `FAILED (QueryFailed) ...: why`."""
+    what = f"{drill.backup_id or 'no backup'} ({drill.trigger})"
+    if not drill.result:
+        return f"restoring {what} since {units.when(drill.started, now)}" if drill.started else f"restoring {what}"
+    when = f", {units.when(drill.finished, now)}" if drill.finished else ""
+    if drill.result == "Verified":
+        return f"Verified {what}{when}"
+    return f"FAILED ({drill.reason}) {what}{when}: {drill.message}"
+
+
 def _backups(report: Report, show: Show, width: int) -> list[str]:
     b, now = report.backups, report.observed_at
     lines = field("running", _backup_run(b.running, report, show) if b.running else "none", width)
@@ -137,6 +149,12 @@ def _backups(report: Report, show: Show, width: int) -> list[str]:
                                           f"{units.when(b.newest_complete_at, now)}", width)
     if b.next_at:
         lines += field("next scheduled", f"{b.next_type} at {units.when(b.next_at, now)}", width)
+    if b.drill_running:
+        lines += field("restore drill", _drill(b.drill_running, now), width)
+    if b.drill_last:
+        lines += field("last drill", _drill(b.drill_last, now), width)
+        if b.drill_last.result != "Verified":
+            lines += field("last verified", units.when(b.last_verified, now) if b.last_verified else "never", width)
     unknown = b.repository_error or ("the data plane did not answer from here" if not report.data_plane.reached
                                      else "" if report.replication.primary else "no confirmed primary to ask")
     if unknown:

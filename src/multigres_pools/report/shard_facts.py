@@ -11,7 +11,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..agent import backup_runner, podinfo
-from .model import BackupRun, Backups, Condition, PodRow, Report
+from .model import BackupRun, Backups, Condition, Drill, PodRow, Report
 
 
 def report(cr: Manifest, pods: list[Manifest], now: dt.datetime) -> Report:
@@ -60,6 +60,14 @@ def _run(run: model.BackupRun | None) -> BackupRun | None:
         size_bytes=run.size_bytes, error=run.error or "")
 
 
+def _drill(run: model.DrillRun | None) -> Drill | None:
+    if run is None:
+        return None
+    return Drill(backup_id=run.backup_id or "", trigger=run.trigger, started=facts.parse_time(run.started_at),
+                 finished=facts.parse_time(run.finished_at), result=run.result or "", reason=run.reason or "",
+                 message=run.message or "")
+
+
 def backups(cr: Manifest, now: dt.datetime) -> Backups:
     status = ShardReader.of(cr).status
     state = status.backup or model.BackupStatus()
@@ -69,4 +77,7 @@ def backups(cr: Manifest, now: dt.datetime) -> Backups:
                    waiting=state.waiting or "", next_type=due[0][1] if due else "",
                    next_at=due[0][0] if due else None,
                    newest_complete_at=facts.parse_time(status.last_backup_time),
-                   newest_complete_type=status.last_backup_type or "")
+                   newest_complete_type=status.last_backup_type or "",
+                   drill_running=_drill(state.drill.running if state.drill else None),
+                   drill_last=_drill(state.drill.last if state.drill else None),
+                   last_verified=facts.parse_time(state.last_verified))

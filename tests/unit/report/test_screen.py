@@ -151,3 +151,27 @@ def test_backups_running_failed_and_waiting() -> None:
     assert section(text, "Needs attention")[-2:] == ["  - backup: full backup waits: pod x is draining",
                                                      "  - last backup failed: cannot backup from replica"]
     assert text.splitlines()[0].startswith("play/play: Warning — backup: full backup waits")
+
+
+def test_restore_drills_show_the_last_result_and_a_failure_needs_attention() -> None:
+    cr = f.shard()
+    last = {"trigger": "schedule", "backupId": "20261124-010003F", "startedAt": "2026-11-24T03:00:01Z",
+            "finishedAt": "2026-11-24T03:00:40Z", "result": "Failed", "reason": "QueryFailed",
+            "message": 'the query failed on the restored server: relation "orders" does not exist'}
+    cr["status"]["backup"] = {"drill": {"last": last, "running": {"trigger": "request", "backupId": "20261124-010003F",
+                                                                  "startedAt": "2026-11-24T03:59:00Z"}},
+                              "lastVerified": "2026-11-23T03:00:35Z"}
+    cr["status"]["conditions"].append({"type": keys.ShardCondition.BACKUP_VERIFIED, "status": "False",
+                                       "reason": "QueryFailed", "message": "restore drill of backup 20261124-010003F"})
+    found = f.answers(2, 0, {}, standbys=(1,), connected=(1,))
+    text = screen.render(f.build(cr, [f.pod(0, "PRIMARY"), f.pod(1)], found), width=WIDE)
+    backups = section(text, "Backups")
+    assert "  restore drill      restoring 20261124-010003F (request) since 2026-11-24T03:59:00Z (60s ago)" in backups
+    assert ('  last drill         FAILED (QueryFailed) 20261124-010003F (schedule), 2026-11-24T03:00:40Z (59m ago): '
+            'the query failed on the restored server: relation "orders" does not exist') in backups
+    assert "  last verified      2026-11-23T03:00:35Z (24h ago)" in backups
+    assert any("BackupVerified" in line for line in section(text, "Needs attention"))
+    cr["status"]["backup"] = {"drill": {"last": {**last, "result": "Verified", "reason": "Verified"}}}
+    text = screen.render(f.build(cr, [f.pod(0, "PRIMARY"), f.pod(1)], found), width=WIDE)
+    assert "  last drill         Verified 20261124-010003F (schedule), 2026-11-24T03:00:40Z (59m ago)" in text
+    assert "last verified" not in text
