@@ -9,6 +9,8 @@ that is the node of the shard's pool pods (required pod affinity to them).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..core import keys, labels, naming
 from ..core.manifest import Manifest
 from ..state import drill
@@ -16,6 +18,9 @@ from ..state.desired import RestoreDrill
 from . import layout
 from .context import ShardContext
 from .parts import container_security, pod_security, resources, scheduling
+
+if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
+    from ..spec.model import BackupVerify
 
 SHARED_ACCESS = ("ReadWriteMany", "ReadOnlyMany")
 
@@ -29,9 +34,7 @@ def _affinity(ctx: ShardContext) -> Manifest | None:
         {"labelSelector": {"matchLabels": selector}, "topologyKey": "kubernetes.io/hostname"}]}}
 
 
-def drill_pod(ctx: ShardContext, backup_id: str) -> Manifest:
-    verify = ctx.spec.backup.verify
-    assert verify is not None  # restore_drill() renders this only for a spec with verify
+def drill_pod(ctx: ShardContext, verify: BackupVerify, backup_id: str) -> Manifest:
     pool = ctx.spec.pools[sorted(ctx.spec.pools)[0]]
     repository = ctx.spec.backup.filesystem.path
     timeout = int(verify.timeout_seconds)
@@ -77,4 +80,4 @@ def restore_drill(ctx: ShardContext) -> RestoreDrill | None:
         return None
     return RestoreDrill(schedule=verify.schedule, timeout_s=float(verify.timeout_seconds),
                         pod_name=ctx.name(naming.restore_drill_pod_name),
-                        pod=lambda backup_id: drill_pod(ctx, backup_id))
+                        pod=lambda backup_id: drill_pod(ctx, verify, backup_id))
