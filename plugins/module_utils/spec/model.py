@@ -553,8 +553,9 @@ class BackupVerify(SpecModel):
     query: Annotated[str, StringConstraints(min_length=1, max_length=4096)] = Field(
         "SELECT 1", description="SQL the restored server must answer without an error (read-only: the server "
                                 "stays in recovery), e.g. SELECT count(*) FROM orders.")
-    database: Annotated[str, StringConstraints(min_length=1, max_length=63)] = Field(
-        "postgres", description="Database the query runs in.")
+    # No "=", ":" or "/": psql would read such a name as connection settings or a URI, not a database.
+    database: Annotated[str, StringConstraints(min_length=1, max_length=63, pattern=r"^[^=:/]+$")] = Field(
+        "postgres", description="Database the query runs in (a name: no '=', ':' or '/').")
     timeout: Duration = Field(
         "1h", description="A drill still running after this fails (reason Timeout) and its pod is deleted.")
 

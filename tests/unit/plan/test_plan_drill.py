@@ -93,6 +93,7 @@ def test_no_drill_without_verify_and_bad_verify_settings_are_refused_by_field() 
     cases = {"spec.backup.verify.timeout": {"verify": {"timeout": "0s"}},
              "spec.backup.verify.schedule": {"verify": {"schedule": "every day"}},
              "spec.backup.verify.query": {"verify": {"query": ""}},
+             "spec.backup.verify.database": {"verify": {"database": "host=elsewhere dbname=x"}},
              "spec.backup.verify": {"type": "s3", "s3": {"bucket": "bkt", "region": "r"}, "verify": {}}}
     for path, backup in cases.items():
         with pytest.raises(model.SpecError) as err:
