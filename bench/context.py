@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import datetime
 import os
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,3 +41,16 @@ def context_line() -> str:
 
 def print_context() -> None:
     print(context_line(), flush=True)
+
+
+@contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A working directory for a bench's stack: removed when the bench ends well (a stack's volumes,
+    logs and backups take gigabytes), kept and named when it fails, for its logs."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    except BaseException:
+        print(f"kept for its logs: {path}", flush=True)
+        raise
+    shutil.rmtree(path, ignore_errors=True)

@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
-from bench.context import print_context
+from bench.context import print_context, scratch
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 
@@ -123,21 +121,23 @@ def main() -> None:
     if os.geteuid() != 0:
         raise SystemExit("bench.restore_drill: run as root (pods get network namespaces)")
     started = time.monotonic()
-    stack = MultigresStack(Path(tempfile.mkdtemp(prefix="mgp-bench-restore-drill-")), progress=lambda _line: None)
-    rows: list[tuple[int, float, float, float, int]] = []
-    try:
-        stack.start()
-        shard = stack.sample_shard(replicas=REPLICAS, name=SHARD)
-        shard["spec"]["backup"]["schedules"] = {"full": NEVER, "differential": NEVER}
-        stack.apply_shard(shard)
-        stack.wait_serving(SHARD, replicas=REPLICAS, timeout=900)
-        for mib in sizes:
-            db_bytes = _fill(stack, mib)
-            backup = _full_backup(stack)
-            drill = _drill(stack, str(backup["finishedAt"]))
-            rows.append((mib, db_bytes / 2**20, _seconds(backup), _seconds(drill), int(backup.get("sizeBytes") or 0)))
-    finally:
-        stack.stop()
+    with scratch("mgp-bench-restore-drill-") as workdir:
+        stack = MultigresStack(workdir, progress=lambda _line: None)
+        rows: list[tuple[int, float, float, float, int]] = []
+        try:
+            stack.start()
+            shard = stack.sample_shard(replicas=REPLICAS, name=SHARD)
+            shard["spec"]["backup"]["schedules"] = {"full": NEVER, "differential": NEVER}
+            stack.apply_shard(shard)
+            stack.wait_serving(SHARD, replicas=REPLICAS, timeout=900)
+            for mib in sizes:
+                db_bytes = _fill(stack, mib)
+                backup = _full_backup(stack)
+                drill = _drill(stack, str(backup["finishedAt"]))
+                size = int(backup.get("sizeBytes") or 0)
+                rows.append((mib, db_bytes / 2**20, _seconds(backup), _seconds(drill), size))
+        finally:
+            stack.stop()
     print_context()
     print(f"restore drills on Multigres v0.1.0, {REPLICAS} pods, full backups taken on the standby "
           f"(whole run {time.monotonic() - started:.0f} s)")

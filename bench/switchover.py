@@ -25,17 +25,15 @@ import argparse
 import itertools
 import os
 import statistics
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
-from bench.context import print_context
+from bench.context import print_context, scratch
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 from multigres_pools.playground.writeload import RecoverySampler, WriteLoad
@@ -54,7 +52,7 @@ class Round:
 def _primary_pod(stack: MultigresStack) -> tuple[str, str] | None:
     """(name, uid) of the one pod labelled PRIMARY. By uid: the old primary's recreated pod (same
     name) may well be elected again."""
-    labelled = [(facts.name(p), facts.uid(p)) for p in stack.pods()
+    labelled = [(facts.name(p), facts.uid(p) or "") for p in stack.pods()
                 if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY
                 and not facts.meta(p).get("deletionTimestamp")]
     return labelled[0] if len(labelled) == 1 else None
@@ -112,34 +110,35 @@ def main() -> None:
     if os.geteuid() != 0:
         raise SystemExit("bench.switchover: run as root (pods get network namespaces)")
     started = time.monotonic()
-    stack = MultigresStack(Path(tempfile.mkdtemp(prefix="mgp-bench-switchover-")), progress=lambda _line: None)
-    load = recovery = None
-    try:
-        stack.start()
-        shard = stack.sample_shard(replicas=REPLICAS)
-        if args.failover_buffer:
-            shard["spec"]["multigateway"]["failoverBuffer"] = {"enabled": True}
-        stack.apply_shard(shard)
-        stack.wait_serving("play", replicas=REPLICAS, timeout=900)
-        gateway = wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
-        password = stack.password("play")
-        load = WriteLoad(find_primary=lambda: gateway, interval=0.01,
-                         dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password))
-        recovery = RecoverySampler(
-            pods=stack.pool_addresses, dsn=lambda host: stack.dsn(host, password=password))
-        load.start()
-        recovery.start()
-        load.wait_for_acks(50, timeout=120)
-        hurried = run_path(stack, load, recovery, args.rounds, "handover", spacing_s)
-        stack.agent_args = (*stack.agent_args, "--no-hurry-handover")
-        stack.restart_agent()
-        anchor = run_path(stack, load, recovery, args.rounds, "anchor", spacing_s)
-        lost = load.missing(gateway)
-    finally:
-        for thread in (load, recovery):
-            if thread is not None:
-                thread.stop()
-        stack.stop()
+    with scratch("mgp-bench-switchover-") as workdir:
+        stack = MultigresStack(workdir, progress=lambda _line: None)
+        load = recovery = None
+        try:
+            stack.start()
+            shard = stack.sample_shard(replicas=REPLICAS)
+            if args.failover_buffer:
+                shard["spec"]["multigateway"]["failoverBuffer"] = {"enabled": True}
+            stack.apply_shard(shard)
+            stack.wait_serving("play", replicas=REPLICAS, timeout=900)
+            gateway = wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
+            password = stack.password("play")
+            load = WriteLoad(find_primary=lambda: gateway, interval=0.01,
+                             dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password))
+            recovery = RecoverySampler(
+                pods=stack.pool_addresses, dsn=lambda host: stack.dsn(host, password=password))
+            load.start()
+            recovery.start()
+            load.wait_for_acks(50, timeout=120)
+            hurried = run_path(stack, load, recovery, args.rounds, "handover", spacing_s)
+            stack.agent_args = (*stack.agent_args, "--no-hurry-handover")
+            stack.restart_agent()
+            anchor = run_path(stack, load, recovery, args.rounds, "anchor", spacing_s)
+            lost = load.missing(gateway)
+        finally:
+            for thread in (load, recovery):
+                if thread is not None:
+                    thread.stop()
+            stack.stop()
     print_context()
     print(f"{args.rounds} primary replacements per path on Multigres v0.1.0, {REPLICAS} pods, writes through the "
           f"gateway{', failover buffer on' if args.failover_buffer else ''} (whole run "
