@@ -2,9 +2,10 @@
 
 It is no pool pod: its own component label (so nothing that selects pool pods, the PDBs, headless
 Services, NetworkPolicy, agent and observe, ever counts it), no service account token, no network
-listener, the repository read-only, and the shard as its controller so the garbage collector takes
-it with the shard. It runs where the repository can be mounted: with a ReadWriteOnce backup volume
-that is the node of the shard's pool pods (required pod affinity to them).
+listener, the repository read-only, its scratch space bounded by the size of a pool pod's data volume,
+and the shard as its controller so the garbage collector takes it with the shard. It runs where the
+repository can be mounted: with a ReadWriteOnce backup volume that is the node of the shard's pool
+pods (required pod affinity to them).
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ def drill_pod(ctx: ShardContext, verify: BackupVerify, backup_id: str) -> Manife
         "enableServiceLinks": False,
         "securityContext": pod_security(pool.fs_group),
         "containers": [container],
-        "volumes": [{"name": "drill", "emptyDir": {}},
+        # Bounded by what one pod's data volume may hold: a restore that outgrows it is evicted, never
+        # filling the node under the shard's own pods.
+        "volumes": [{"name": "drill", "emptyDir": {"sizeLimit": pool.storage.size}},
                     {"name": layout.VOL_BACKUP, "persistentVolumeClaim": {
                         "claimName": ctx.name(naming.shard_backup_pvc_name), "readOnly": True}}],
         **scheduling(ctx, sorted(pool.cells)[0], pool.node_selector, _affinity(ctx), pool.tolerations),

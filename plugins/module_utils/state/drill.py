@@ -111,8 +111,11 @@ def ended(pod: Manifest) -> Ended | None:
         return Ended(True, "Verified", "the backup restored, PostgreSQL started in recovery and the query answered", at)
     known = EXITS.get(code) if isinstance(code, int) else None
     reason, what = known or ("Unexpected", f"the drill container ended with exit code {code}")
-    if code is None:
-        what = f"the drill pod failed ({(pod.get('status') or {}).get('reason') or 'no container exit recorded'})"
+    status = pod.get("status") or {}
+    if status.get("reason"):  # the kubelet ended the pod itself: Evicted (scratch space), DeadlineExceeded
+        what = f"the drill pod failed: {status['reason']}: {status.get('message') or ''}".rstrip(": ")
+    elif code is None:
+        what = "the drill pod failed (no container exit recorded)"
     tail = str(done.get("message") or "").strip()
     return Ended(False, reason, f"{what}{': ' + tail[-500:] if tail else ''}", at)
 

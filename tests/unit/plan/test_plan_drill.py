@@ -78,6 +78,8 @@ def test_the_pod_restores_the_named_backup_read_only_and_is_no_pool_pod() -> Non
     claim = next(v for v in spec["volumes"] if "persistentVolumeClaim" in v)["persistentVolumeClaim"]
     assert repo["readOnly"] and claim == {"claimName": naming.shard_backup_pvc_name(SID), "readOnly": True}
     assert spec["restartPolicy"] == "Never" and spec["automountServiceAccountToken"] is False
+    scratch = next(v for v in spec["volumes"] if "emptyDir" in v)["emptyDir"]
+    assert scratch == {"sizeLimit": model.load_spec(corpus.spec({})).pools["default"].storage.size}
     assert container["securityContext"]["runAsNonRoot"] and "ports" not in container
     # The user's query reaches psql as a value, never as shell text.
     assert "SELECT count" not in container["command"][2] and '--command="$DRILL_QUERY"' in container["command"][2]
@@ -170,6 +172,13 @@ def test_an_ended_pod_is_recorded_and_deleted(phase: str, code: int | None, veri
     assert ("BackupVerified" if verified else "BackupVerificationFailed") in events(result)
     if not verified and code is not None:
         assert "does not exist" in rec["last"]["message"]
+
+
+def test_a_pod_the_kubelet_evicted_says_why() -> None:
+    pod = _ended_pod("Failed", 137)
+    pod["status"] |= {"reason": "Evicted", "message": "Usage of EmptyDir volume \"drill\" exceeds the limit \"1Gi\"."}
+    last = _record(plan(_want(), _seen(_running(), pod), NOW))["last"]
+    assert last["reason"] == "Unexpected" and "Evicted: Usage of EmptyDir volume" in last["message"], last
 
 
 def test_a_drill_past_its_timeout_fails_and_a_lost_or_stray_pod_is_handled() -> None:
