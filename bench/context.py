@@ -46,7 +46,11 @@ def print_context() -> None:
 @contextmanager
 def scratch(prefix: str) -> Iterator[Path]:
     """A working directory for a bench's stack: removed when the bench ends well (a stack's volumes,
-    logs and backups take gigabytes), kept and named when it fails, for its logs."""
+    logs and backups take gigabytes), kept and named when it fails, for its logs. The stack's processes
+    are recorded for playground/reaper.py, which `make test` and the playground run at their start."""
+    from multigres_pools.playground import reaper
+
+    reaper.enable()  # a bench killed before it stops its stack leaves it to the next run's reaper
     path = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         yield path
