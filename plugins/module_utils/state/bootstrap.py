@@ -43,6 +43,12 @@ REASON_UNREADABLE = "RepositoryUnreadable"
 REASON_ALLOWED = "NoneRefused"
 
 
+def label_stamp(backup_id: str) -> str:
+    """The time in a pgBackRest backup label, `YYYYMMDD-HHMMSS` (sorts as it reads): its last timestamp,
+    since a differential's or incremental's label `<full>_<time>D` starts with its full's."""
+    return backup_id.split("_")[-1][:15]
+
+
 def recorded_backup(cr: Manifest | None, backup_pvc: Manifest | None) -> str | None:
     """What proves the shard had a complete backup, or None: the backup id of the last backup the
     agent ran (status.backup.last), else the newest complete backup its health check saw

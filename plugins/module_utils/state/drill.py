@@ -30,7 +30,7 @@ from typing import Any
 from ..core import keys
 from ..core.manifest import Manifest
 from . import facts
-from .bootstrap import STANZA
+from .bootstrap import STANZA, label_stamp
 
 DATA = "/drill"  # the emptyDir: data directory, socket, lock and log files
 EXIT_SETUP = 10
@@ -121,9 +121,8 @@ def ended(pod: Manifest) -> Ended | None:
 
 
 def newest(backup_ids: Iterable[str]) -> str | None:
-    """The newest of pgBackRest backup labels: a label's time is its last timestamp (a differential's label
-    `<full>_<time>D` starts with its full's), and `YYYYMMDD-HHMMSS` sorts as it reads."""
-    return max(backup_ids, key=lambda label: label.split("_")[-1][:15], default=None)
+    """The newest of pgBackRest backup labels (by bootstrap.label_stamp)."""
+    return max(backup_ids, key=label_stamp, default=None)
 
 
 # --- the record on the MultigresShard ------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
-from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts
 
 from ..dataplane.base import Backup, DataPlaneError, RefusalReason
 from . import podinfo
@@ -21,9 +21,8 @@ from .context import Context
 
 
 def backup_time(backup_id: str) -> datetime | None:
-    stamp = backup_id.split("_")[-1][:15]
     try:
-        return datetime.strptime(stamp, "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+        return datetime.strptime(bootstrap.label_stamp(backup_id), "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
     except ValueError:
         return None
 
