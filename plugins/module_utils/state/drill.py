@@ -15,7 +15,7 @@ read-only and an emptyDir, and its one container, in the pool pods' PostgreSQL i
    container for sure (the real kubelet also keeps the log tail as the termination message).
 
 The record (keys.ANN_RESTORE_DRILL on the MultigresShard, JSON) is the engine's memory between
-passes: the schedule time last handled, the drill running (pod, uid, backup, start), the last result,
+passes: the schedule time last handled, the drill running (trigger, backup, pod, start), the last result,
 and when a backup was last verified. Pure: everything here reads and builds manifests and text.
 """
 

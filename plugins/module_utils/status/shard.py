@@ -142,9 +142,8 @@ def _backup_state(cr: Manifest | None) -> BackupStatus | None:
     return reader.parse(BackupStatus, facts.json_annotation(cr, keys.ANN_BACKUP_STATE))
 
 
-def _with_drills(backup: BackupStatus | None, cr: Manifest | None) -> BackupStatus | None:
-    """status.backup with the engine's record of restore drills (plan/drill.py) added."""
-    rec = drill.record(cr)
+def _with_drills(backup: BackupStatus | None, rec: dict[str, Any]) -> BackupStatus | None:
+    """status.backup with the engine's record of restore drills (plan/drill.py, drill.record) added."""
     if not rec:
         return backup
     out = backup or BackupStatus()
@@ -154,9 +153,9 @@ def _with_drills(backup: BackupStatus | None, cr: Manifest | None) -> BackupStat
     return out
 
 
-def _drill_condition(cr: Manifest | None) -> Condition | None:
-    """BackupVerified: the last drill's result; absent before any drill ended."""
-    last = drill.record(cr).get("last")
+def _drill_condition(rec: dict[str, Any]) -> Condition | None:
+    """BackupVerified: the last drill's result (drill.record); absent before any drill ended."""
+    last = rec.get("last")
     if not isinstance(last, dict) or last.get("result") not in tuple(keys.DrillResult):
         return None
     verified = last["result"] == keys.DrillResult.VERIFIED
@@ -276,7 +275,8 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     backup, last_backup_time, last_backup_type = _backup_condition(observed.cr)
     if backup is not None:
         conditions.append(backup)
-    if (verified := _drill_condition(observed.cr)) is not None:
+    drills = drill.record(observed.cr)
+    if (verified := _drill_condition(drills)) is not None:
         conditions.append(verified)
     generation = facts.meta(observed.cr).get("generation") if observed.cr else None
     for cond in conditions:
@@ -292,7 +292,7 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         status.last_backup_time = last_backup_time
     if last_backup_type:
         status.last_backup_type = last_backup_type
-    if (backup_state := _with_drills(_backup_state(observed.cr), observed.cr)) is not None:
+    if (backup_state := _with_drills(_backup_state(observed.cr), drills)) is not None:
         status.backup = backup_state
     if (switchover := _switchover(observed)) is not None:
         status.switchover = switchover
