@@ -139,28 +139,27 @@ def finished_backup(stack: MultigresStack, trigger: str, after: str = "") -> dic
     return last if last.get("trigger") == trigger and last.get("finishedAt") and last["startedAt"] > after else None
 
 
-def request_backup(stack: MultigresStack, kind: str, field_manager: str = "safety-test") -> None:
-    """What a user writes for an on-demand backup (keys.ANN_BACKUP_REQUEST on the MultigresShard)."""
+def patch_shard(stack: MultigresStack, body: dict[str, Any], field_manager: str = "safety-test") -> None:
+    """A merge patch of the MultigresShard, as a user's `kubectl patch --type merge`."""
     kube = stack.kube()
     try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD,
-                         {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: kind}}}, field_manager=field_manager)
+        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD, body,
+                         field_manager=field_manager)
     finally:
         kube.close()
+
+
+def request_backup(stack: MultigresStack, kind: str, field_manager: str = "safety-test") -> None:
+    """What a user writes for an on-demand backup (keys.ANN_BACKUP_REQUEST on the MultigresShard)."""
+    patch_shard(stack, {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: kind}}}, field_manager)
 
 
 def restore_drill(stack: MultigresStack, verify: dict[str, Any] | None, since: str,
                   field_manager: str = "safety-test") -> dict[str, Any]:
     """What a user writes for a restore drill now (spec.backup.verify and keys.ANN_RESTORE_DRILL_REQUEST);
     returns status.backup.drill.last once a requested drill ended after `since`, and its pod is gone."""
-    kube = stack.kube()
-    try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD,
-                         {"spec": {"backup": {"verify": verify}},
-                          "metadata": {"annotations": {keys.ANN_RESTORE_DRILL_REQUEST: "now"}}},
-                         field_manager=field_manager)
-    finally:
-        kube.close()
+    patch_shard(stack, {"spec": {"backup": {"verify": verify}},
+                        "metadata": {"annotations": {keys.ANN_RESTORE_DRILL_REQUEST: "now"}}}, field_manager)
 
     def ended() -> dict[str, Any] | None:
         drill = ((shard_cr(stack).get("status") or {}).get("backup") or {}).get("drill") or {}
@@ -173,12 +172,7 @@ def restore_drill(stack: MultigresStack, verify: dict[str, Any] | None, since: s
 
 
 def stop_restore_drills(stack: MultigresStack, field_manager: str = "safety-test") -> None:
-    kube = stack.kube()
-    try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD,
-                         {"spec": {"backup": {"verify": None}}}, field_manager=field_manager)
-    finally:
-        kube.close()
+    patch_shard(stack, {"spec": {"backup": {"verify": None}}}, field_manager)
 
 
 def apply(stack: MultigresStack, change: Callable[[dict[str, Any]], None]) -> int:

@@ -53,6 +53,7 @@ from .safety import (
     events_about,
     listed,
     note,
+    patch_shard,
     scale,
     shard_cr,
     uids,
@@ -97,12 +98,7 @@ def _set_list(watched: Watched, field: str, names: list[str]) -> int:
 
 
 def _annotate(watched: Watched, value: str | None) -> None:
-    kube = watched.stack.kube()
-    try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, watched.stack.namespace, SHARD,
-                         {"metadata": {"annotations": {keys.ANN_PAUSED: value}}}, field_manager="test")
-    finally:
-        kube.close()
+    patch_shard(watched.stack, {"metadata": {"annotations": {keys.ANN_PAUSED: value}}}, "test")
 
 
 def _eligibility(watched: Watched, pod: str) -> Eligibility | None:
@@ -337,12 +333,7 @@ def _request_switchover(watched: Watched, value: str) -> dict[str, Any]:
     once it removed the request (status.switchover)."""
     stack = watched.stack
     before = (shard_cr(stack).get("status") or {}).get("switchover")
-    kube = stack.kube()
-    try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD,
-                         {"metadata": {"annotations": {keys.ANN_SWITCHOVER_REQUEST: value}}}, field_manager="test")
-    finally:
-        kube.close()
+    patch_shard(stack, {"metadata": {"annotations": {keys.ANN_SWITCHOVER_REQUEST: value}}}, "test")
 
     def decided() -> dict[str, Any] | None:
         cr = shard_cr(stack)

@@ -32,7 +32,9 @@ from .safety import (
     SHARD,
     STACK_TIMEOUT,
     Watched,
+    finished_backup,
     note,
+    request_backup,
     restore_drill,
     shard_cr,
     stop_restore_drills,
@@ -76,20 +78,9 @@ def _backup_status(watched: Watched) -> dict[str, Any]:
 
 def _take_backup(watched: Watched) -> dict[str, Any]:
     previous = (_backup_status(watched).get("last") or {}).get("startedAt", "")
-    kube = watched.stack.kube()
-    try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, watched.stack.namespace, SHARD,
-                         {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: "full"}}},
-                         field_manager=FIELD_MANAGER)
-    finally:
-        kube.close()
-
-    def finished() -> dict[str, Any] | None:
-        last = _backup_status(watched).get("last") or {}
-        return last if last.get("trigger") == "request" and last.get("finishedAt") and \
-            last["startedAt"] > previous else None
-
-    last: dict[str, Any] = wait_for(finished, 240, "the requested backup to finish", interval=1)
+    request_backup(watched.stack, "full", FIELD_MANAGER)
+    last: dict[str, Any] = wait_for(lambda: finished_backup(watched.stack, "request", previous), 240,
+                                    "the requested backup to finish", interval=1)
     assert not last.get("error"), last
     return last
 
