@@ -273,7 +273,7 @@ def _measure(sizes: list[int], pattern_shards: int, trials: int, workdir: Path) 
             names = [f"s{i:03d}" for i in range(size)]
             start = time.monotonic()
             for name in names:
-                kube.apply(shard_doc(ns, name, topo, 1), "bench")
+                kube.apply(shard_doc(ns, name, topo, 2), "bench")
             Converger(kube, kubelet, ns).converge(names)
             print(f"set-up: {size} shards converged with the engine in {time.monotonic() - start:.0f}s", flush=True)
             fleets[size] = (ns, names)

@@ -171,16 +171,11 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
 # timeline. So the signal is written before SIGTERM (multipooler's preStop) and again before
 # PostgreSQL starts (an init container, for a pod that was not stopped gracefully). As a standby it
 # is writable nowhere: multiorch points it at the leader, or elects one when every pooler comes
-# back at once. A new volume (no PG_VERSION) is left to initdb or the restore. A shard of one pooler
-# gets neither: nobody else could ever be elected.
+# back at once. A new volume (no PG_VERSION) is left to initdb or the restore. Every v0.1.0 shard has
+# another pooler to elect: the spec refuses fewer than two (rule v0-1-durability-needs-a-standby).
 STANDBY_SIGNAL_SCRIPT = (f'test -f "$PGDATA/PG_VERSION" && test ! -e "$PGDATA/{layout.STANDBY_SIGNAL}" && '
                          f': > "$PGDATA/{layout.STANDBY_SIGNAL}"; exit 0')
 _SHELL = ("/bin/sh", "-c", STANDBY_SIGNAL_SCRIPT)
-
-
-def hands_over(ctx: ShardContext) -> bool:
-    """Whether another pooler can become the primary: more than one pooler in the shard."""
-    return sum(p.replicas_per_cell * len(p.cells) for p in ctx.spec.pools.values()) > 1
 
 
 def _standby_on_start(ctx: ShardContext, pool: Pool) -> Manifest:
@@ -229,7 +224,5 @@ def pool_containers(ctx: ShardContext, pool_name: str, cell: str,
     pooler = _multipooler(ctx, pool, pool_name, cell, service_id)
     guard = bootstrap_guard(ctx)
     check = [_repository_check(ctx, pool, guard)] if guard is not None else []
-    if not hands_over(ctx):
-        return [*check, _pgctld(ctx, pool)], [pooler]
     pooler["lifecycle"] = {"preStop": {"exec": {"command": list(_SHELL)}}}
     return [*check, _standby_on_start(ctx, pool), _pgctld(ctx, pool)], [pooler]

@@ -658,6 +658,43 @@ def _pool_cells_fit(spec: MultigresShardSpec) -> bool:
         len(cell) <= V0_1_MAX_POOL_CELL for pool in spec.pools.values() for cell in pool.cells)
 
 
+def durability_need(policy: str) -> tuple[bool, int]:
+    """(multi-cell?, n) of a durability policy matching DURABILITY_POLICY_PATTERN."""
+    match = re.match(DURABILITY_POLICY_PATTERN, policy)
+    if match is None:
+        raise ValueError(f"durabilityPolicy: {policy!r} is not AT_LEAST_<n> or MULTI_CELL_AT_LEAST_<n>")
+    return match.group(1) is not None, int(match.group(2))
+
+
+def _pool_pods(spec: MultigresShardSpec) -> int:
+    return sum(pool.replicas_per_cell * len(pool.cells) for pool in spec.pools.values())
+
+
+def _pool_cells(spec: MultigresShardSpec) -> int:
+    return len({cell for pool in spec.pools.values() for cell in pool.cells})
+
+
+def _durability_achievable(spec: MultigresShardSpec) -> bool:
+    """v0.1.0 elects a primary only for a cohort that can meet the policy (CheckAchievable): AT_LEAST_<n>
+    needs n poolers, MULTI_CELL_AT_LEAST_<n> poolers in n cells. Below that the shard never has one."""
+    multi_cell, n = durability_need(spec.durability_policy)
+    return (_pool_cells(spec) if multi_cell else _pool_pods(spec)) >= n
+
+
+def _durability_detail(spec: MultigresShardSpec) -> str:
+    multi_cell, _ = durability_need(spec.durability_policy)
+    have = f"{_pool_cells(spec)} cell(s)" if multi_cell else f"{_pool_pods(spec)} pod(s)"
+    return f"{spec.durability_policy} with {have}"
+
+
+# CEL halves of the two counts. The policy's n is the text after its last '_'. Distinct cells: every
+# (pool, cell) pair adds 1/(pools listing that cell), so each cell adds 1 in all (at most 8 pools).
+_POLICY_N_CEL = "int(self.durabilityPolicy.substring(self.durabilityPolicy.lastIndexOf('_') + 1))"
+_POOL_PODS_CEL = "self.pools.map(p, self.pools[p].replicasPerCell * size(self.pools[p].cells)).sum()"
+_POOL_CELLS_CEL = ("self.pools.map(p, self.pools[p].cells.map(c, "
+                   "1.0 / double(size(self.pools.filter(q, c in self.pools[q].cells)))).sum()).sum()")
+
+
 def _topology_kept(old: MultigresShardSpec, new: MultigresShardSpec) -> bool:
     return all(new.cell_topology_labels.get(c) == labels for c, labels in old.cell_topology_labels.items())
 
@@ -698,6 +735,28 @@ class MultigresShardSpec(SpecModel):
                     "pods and the agent's era-A client stay plaintext)",
             check=lambda s: s.security.grpc_tls is None or s.multigres.version is keys.MultigresVersion.V0_1_0,
             field_path=".security.grpcTLS",
+        ),
+        Rule(
+            name="v0-1-durability-needs-a-standby",
+            cel=f"self.multigres.version != '{keys.MultigresVersion.V0_1_0}' || {_POLICY_N_CEL} >= 2",
+            message=f"Multigres {keys.MultigresVersion.V0_1_0} cannot promote a primary under AT_LEAST_1 or "
+                    "MULTI_CELL_AT_LEAST_1 (its promotion sets synchronous replication and finds no standby to "
+                    "name): use AT_LEAST_2 or more, with at least two pool pods",
+            check=lambda s: s.multigres.version is not keys.MultigresVersion.V0_1_0
+            or durability_need(s.durability_policy)[1] >= 2,
+            field_path=".durabilityPolicy",
+        ),
+        Rule(
+            name="durability-policy-achievable",
+            cel=f"self.durabilityPolicy.startsWith('MULTI_CELL_') ? {_POOL_CELLS_CEL} > double({_POLICY_N_CEL}) - 0.5 "
+                f": {_POOL_PODS_CEL} >= {_POLICY_N_CEL}",
+            message="the pools cannot meet durabilityPolicy, so Multigres would never elect a primary "
+                    "(AT_LEAST_<n> needs n pool pods: replicasPerCell times cells, over every pool; "
+                    "MULTI_CELL_AT_LEAST_<n> needs pool pods in n cells)",
+            check=_durability_achievable, field_path=".durabilityPolicy",
+            # Python names the counts; CEL does not (a messageExpression repeating the counts is over the
+            # apiserver's cost budget).
+            detail=_durability_detail,
         ),
         *postgres_config_rules(),
     )

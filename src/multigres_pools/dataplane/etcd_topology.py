@@ -11,7 +11,6 @@ never write). Only the pooler record differs, so each version supplies `decode_p
 from __future__ import annotations
 
 import abc
-import re
 import threading
 from collections.abc import Callable, Sequence
 
@@ -34,16 +33,15 @@ from .base import (
 from .etcd import DEFAULT_TIMEOUT_S, Etcd, EtcdPool, EtcdTLS, parse_address
 from .grpc_tls import GrpcTLS, open_channel
 
-_POLICY = re.compile(model.DURABILITY_POLICY_PATTERN)
-
 
 def durability_policy(name: str) -> cm.DurabilityPolicy:
     """'AT_LEAST_<n>' / 'MULTI_CELL_AT_LEAST_<n>' as the Go operator encodes them (contract §2.7)."""
-    m = _POLICY.match(name)
-    if not m:
-        raise DataPlaneError(RefusalReason.INVALID_REQUEST, f"durability policy {name!r} is not supported")
-    quorum = cm.QUORUM_TYPE_MULTI_CELL_AT_LEAST_N if m.group(1) else cm.QUORUM_TYPE_AT_LEAST_N
-    return cm.DurabilityPolicy(policy_name=name, quorum_type=quorum, required_count=int(m.group(2)))
+    try:
+        multi_cell, n = model.durability_need(name)
+    except ValueError:
+        raise DataPlaneError(RefusalReason.INVALID_REQUEST, f"durability policy {name!r} is not supported") from None
+    quorum = cm.QUORUM_TYPE_MULTI_CELL_AT_LEAST_N if multi_cell else cm.QUORUM_TYPE_AT_LEAST_N
+    return cm.DurabilityPolicy(policy_name=name, quorum_type=quorum, required_count=n)
 
 
 def backup_location(db: DatabaseRegistration) -> cm.BackupLocation:

@@ -93,7 +93,7 @@ def test_backup_health_stale_and_check_failure(rig_factory, shard_crd_installed)
 
 def test_registration_from_the_shard(rig_factory, shard_crd_installed) -> None:
     rig = rig_factory(config=AgentConfig())
-    _create_shard(rig, durabilityPolicy="MULTI_CELL_AT_LEAST_2",
+    _create_shard(rig, durabilityPolicy="MULTI_CELL_AT_LEAST_1",
                   backup={"type": "s3", "s3": {"bucket": "bkt", "region": "eu-1"}})
     for name in rig.names:  # what the renderer does: pods are owned by their MultigresShard
         cr = _get(rig, {"metadata": {"name": naming.shard_resource_name(rig.sid)}})

@@ -23,7 +23,7 @@ from multigres_pools.watch import AsyncKube, Informer
 T = TypeVar("T")
 
 
-def shard_doc(namespace: str, name: str, replicas: int = 1) -> Manifest:
+def shard_doc(namespace: str, name: str, replicas: int = 2) -> Manifest:
     return {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"clusterName": name, "globalTopoServer": {"address": "topo.invalid:2379"},

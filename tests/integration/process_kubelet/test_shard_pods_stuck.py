@@ -76,7 +76,7 @@ def own_kubelet(kube, namespace: str, standin_image: Path) -> Iterator[Any]:  # 
 
 def _body(namespace: str, **images: str) -> dict[str, Any]:
     # The cell selects this test's node only, so no other kubelet of the package binds the pod.
-    return {**spec(1), "cellTopologyLabels": {CELL: {NODE_LABEL: namespace}},
+    return {**spec(2), "cellTopologyLabels": {CELL: {NODE_LABEL: namespace}},
             **({"images": images} if images else {})}
 
 

@@ -436,7 +436,8 @@ def test_an_image_the_node_cannot_pull_is_named_on_the_shard_and_the_shard_delet
     (pod, container, reason); deleting that shard leaves the serving one alone. Last in the module: a
     second shard's pods share the namespace."""
     stack = watched.stack
-    doc = stack.sample_shard(replicas=1, name="stuck")
+    # Two pods: the fewest a v0.1.0 shard may have (rule v0-1-durability-needs-a-standby).
+    doc = stack.sample_shard(replicas=2, name="stuck")
     doc["spec"].update(clusterName="stuck", images={"postgres": MISSING_IMAGE})
     doc["spec"]["globalTopoServer"]["rootPath"] = "/multigres/stuck"
     doc["spec"]["multigateway"] = {"enabled": False}
@@ -449,11 +450,12 @@ def test_an_image_the_node_cannot_pull_is_named_on_the_shard_and_the_shard_delet
 
         condition = wait_for(stuck, 180, "PodsStuck on the shard whose image cannot be pulled", interval=1)
         assert condition["reason"] in ("ErrImagePull", "ImagePullBackOff"), condition
-        (pod,) = _pod_json(watched, stack.namespace, f"{keys.LABEL_APP_INSTANCE}=stuck,"
-                                                     f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
+        pods = _pod_json(watched, stack.namespace, f"{keys.LABEL_APP_INSTANCE}=stuck,"
+                                                   f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
         # The first container to use the missing pgctld image: the bootstrap guard's repository check.
-        assert condition["message"].startswith(
-            f"{facts.name(pod)}: init container {keys.REPOSITORY_CHECK_CONTAINER} waiting: "), condition
+        waiting = f"init container {keys.REPOSITORY_CHECK_CONTAINER} waiting: "
+        assert len(pods) == 2 and any(condition["message"].startswith(f"{facts.name(pod)}: {waiting}")
+                                      for pod in pods), condition
         assert MISSING_IMAGE in condition["message"], condition
         assert shard_cr(stack, "stuck")["status"]["phase"] == "Degraded"
     finally:

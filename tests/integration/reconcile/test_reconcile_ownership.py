@@ -114,7 +114,7 @@ def test_forged_pod_pvc_and_cr_leave_the_real_shard_untouched(rig, shard_crd, ot
 
 
 def test_shard_deletion_deletes_only_its_own_pods_and_pvcs(rig, shard_crd):  # type: ignore[no-untyped-def]
-    rig.create_cr({**spec(1), "pvcDeletionPolicy": {"whenDeleted": "Delete"}})
+    rig.create_cr({**spec(2), "pvcDeletionPolicy": {"whenDeleted": "Delete"}})
     rig.settle(name="demo")
     forged = _forge(rig, rig.namespace, 3)
     forged_before = {k: v for k, v in _state(rig).items() if k in forged}
@@ -129,7 +129,7 @@ def test_shard_deletion_deletes_only_its_own_pods_and_pvcs(rig, shard_crd):  # t
 
 
 def test_retained_pvcs_are_taken_back_by_a_shard_recreated_under_the_same_name(rig, shard_crd):  # type: ignore[no-untyped-def]
-    rig.create_cr(spec(1))
+    rig.create_cr(spec(2))
     rig.settle(name="demo")
     data = naming.data_pvc_name(SID, POOL, CELL, 0)
     uid = facts.uid(rig.pvcs()[data])
@@ -138,7 +138,7 @@ def test_retained_pvcs_are_taken_back_by_a_shard_recreated_under_the_same_name(r
         if rig.run(name="demo", cleanup_timeout=0).finished:
             break
     assert rig.cr() is None and facts.uid(rig.pvcs()[data]) == uid
-    rig.create_cr(spec(1))
+    rig.create_cr(spec(2))
     # The deleted shard's generated Secrets hold the names the new one generates: until the garbage
     # collector removes them, a pass waits (it neither fails nor takes them over). The collector may
     # already be done (it reacts within seconds once it watches the CRD): then the pass just proceeds.

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.cluster
 
 
 def test_a_disallowed_secret_is_refused_and_nothing_is_created(rig, shard_crd):  # type: ignore[no-untyped-def]
-    rig.create_cr({**spec(1), "images": {"imagePullSecrets": [{"name": "someone-elses-secret"}]}})
+    rig.create_cr({**spec(2), "images": {"imagePullSecrets": [{"name": "someone-elses-secret"}]}})
     policy = SpecPolicy.of(secrets=["db-*"])
     result = run_pass(rig.client, Request(namespace=rig.namespace, name="demo", policy=policy))
     assert result.failed

@@ -26,7 +26,7 @@ def _events(rig, reason: str) -> list[dict[str, Any]]:  # type: ignore[no-untype
 
 
 def test_network_policy_turned_off_is_pruned_and_a_user_made_twin_stays(rig, shard_crd):  # type: ignore[no-untyped-def]
-    rig.create_cr(spec(1))
+    rig.create_cr(spec(2))
     rig.settle(name="demo")
     (policy,) = _names(rig, "networking.k8s.io/v1", "NetworkPolicy")
     # A user's object with exactly our labels but no ownerReference is not ours to delete.
@@ -50,7 +50,7 @@ def test_network_policy_turned_off_is_pruned_and_a_user_made_twin_stays(rig, sha
 
 
 def test_cell_removed_from_multiorch_prunes_its_deployment_and_service(rig, shard_crd):  # type: ignore[no-untyped-def]
-    body = spec(1)
+    body = spec(2)
     body["pools"][POOL]["cells"] = [CELL, "z2"]
     rig.create_cr(body)
     rig.settle(name="demo")
@@ -67,7 +67,7 @@ def test_cell_removed_from_multiorch_prunes_its_deployment_and_service(rig, shar
 
 
 def test_configmap_keys_the_engine_stopped_rendering_are_dropped_by_server_side_apply(rig, shard_crd):  # type: ignore[no-untyped-def]
-    rig.create_cr(spec(1))
+    rig.create_cr(spec(2))
     rig.settle(name="demo")
     name = naming.pg_hba_configmap_name(SID)
     live = rig.client.get("v1", "ConfigMap", rig.namespace, name)

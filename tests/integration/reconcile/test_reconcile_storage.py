@@ -39,13 +39,13 @@ def test_storage_growth_patches_pvcs_in_place_and_resize_pending_drains(rig, exp
 
 
 def test_shrink_is_refused_and_nothing_is_written(rig):  # type: ignore[no-untyped-def]
-    rig.settle(spec(1, storage={"size": "2Gi"}))
+    rig.settle(spec(2, storage={"size": "2Gi"}))
     from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
 
     rig.client.counts.clear()
     request = Request(namespace=rig.namespace, definition={
         "apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
-        "metadata": {"name": "demo", "namespace": rig.namespace}, "spec": spec(1, storage={"size": "1Gi"})})
+        "metadata": {"name": "demo", "namespace": rig.namespace}, "spec": spec(2, storage={"size": "1Gi"})})
     result = run_pass(rig.client, request)
     assert result.failed and result.writes == 0
     assert result.errors[0].startswith("spec.pools.main.storage.size: 1Gi is smaller than PVC")
@@ -100,7 +100,7 @@ def test_shard_deletion_deletes_pods_directly_and_pvcs_per_policy(rig, shard_crd
 
 
 def test_topology_cleanup_is_skipped_after_the_timeout(rig, shard_crd):  # type: ignore[no-untyped-def]
-    rig.create_cr(spec(1))
+    rig.create_cr(spec(2))
     rig.settle(name="demo")
     rig.client.delete(keys.API_GROUP_VERSION, keys.SHARD_KIND, rig.namespace, "demo")
     rig.run(name="demo", cleanup_timeout=0)
@@ -110,7 +110,7 @@ def test_topology_cleanup_is_skipped_after_the_timeout(rig, shard_crd):  # type:
 
 
 def test_state_absent_with_a_cr_deletes_the_cr_and_cleans_up(rig, shard_crd):  # type: ignore[no-untyped-def]
-    rig.create_cr(spec(1))
+    rig.create_cr(spec(2))
     rig.settle(name="demo")
     first = rig.run(name="demo", state="absent", cleanup_timeout=0)
     assert first.changed and rig.pods() == {}

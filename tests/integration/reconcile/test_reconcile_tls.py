@@ -33,7 +33,7 @@ def _dns_names(secret: dict) -> set[str]:
 
 
 def test_auto_tls_secrets_are_created_once_and_reissued_from_the_same_ca(rig):  # type: ignore[no-untyped-def]
-    first = rig.run(spec(1), diff=True)
+    first = rig.run(spec(2), diff=True)
     generated = [a for a in first.actions if a["verb"] == "generate-tls"]
     assert [a["name"] for a in generated] == [LEAF]
 
@@ -51,11 +51,11 @@ def test_auto_tls_secrets_are_created_once_and_reissued_from_the_same_ca(rig):  
     projected = [s for v in pod["spec"]["volumes"] for s in (v.get("projected") or {}).get("sources", [])]
     assert {CA, LEAF} <= {(s.get("secret") or {}).get("name") for s in projected}  # what the pods mount
 
-    rig.settle(spec(1))
-    assert not [a for a in rig.run(spec(1)).actions if a["verb"] == "generate-tls"]
+    rig.settle(spec(2))
+    assert not [a for a in rig.run(spec(2)).actions if a["verb"] == "generate-tls"]
     assert rig.client.get("v1", "Secret", rig.namespace, LEAF)["data"] == leaf["data"]
 
-    two_cells = spec(1, cells=[CELL, "z2"])
+    two_cells = spec(2, cells=[CELL, "z2"])
     again = rig.run(two_cells)
     assert [a["reason"] for a in again.actions if a["verb"] == "generate-tls"] == [
         f"re-issue pgBackRest certificate Secret {LEAF}: the pool pods' names changed"]
@@ -70,15 +70,15 @@ def test_auto_tls_secrets_are_created_once_and_reissued_from_the_same_ca(rig):  
 
 def test_generated_password_secret_is_created_once_and_never_reported(rig):  # type: ignore[no-untyped-def]
     name = naming.password_secret_name(SID)
-    first = rig.run(spec(1), diff=True)
+    first = rig.run(spec(2), diff=True)
     assert [a["name"] for a in first.actions if a["verb"] == "generate-password"] == [name]
     secret = rig.client.get("v1", "Secret", rig.namespace, name)
     value = secret["data"]["password"]
     assert len(base64.b64decode(value)) >= 32
     assert value not in json.dumps([first.actions, first.plan, first.diff], default=str)
 
-    rig.settle(spec(1))
-    assert not [a for a in rig.run(spec(1)).actions if a["verb"] == "generate-password"]
+    rig.settle(spec(2))
+    assert not [a for a in rig.run(spec(2)).actions if a["verb"] == "generate-password"]
     assert rig.client.get("v1", "Secret", rig.namespace, name)["data"] == {"password": value}
 
 
@@ -97,7 +97,7 @@ def test_material_issued_long_ago_is_renewed_and_the_ca_rotated_with_an_overlap(
     a successor CA joins the bundle; the successor is promoted after the overlap once no pod predates
     it, or when the old CA gets close to expiry; each step is reported in status and as an Event."""
     rig.clock = dt.datetime.now(dt.UTC) - dt.timedelta(days=2900)
-    rig.create_cr(spec(1))
+    rig.create_cr(spec(2))
     rig.run(name="demo")
     now = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(seconds=1)  # after the pod was created
     old_ca = rig.client.get("v1", "Secret", rig.namespace, CA)
@@ -142,7 +142,7 @@ def test_material_issued_long_ago_is_renewed_and_the_ca_rotated_with_an_overlap(
 def test_a_certificate_near_expiry_is_renewed_from_the_same_ca(rig, shard_crd):  # type: ignore[no-untyped-def]
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     rig.clock = now - dt.timedelta(days=600)  # 225 of 825 days left: due; the CA is not
-    rig.create_cr(spec(1))
+    rig.create_cr(spec(2))
     rig.run(name="demo")
     ca, leaf = rig.client.get("v1", "Secret", rig.namespace, CA), rig.client.get("v1", "Secret", rig.namespace, LEAF)
     rig.clock = now

@@ -192,7 +192,7 @@ def test_a_blocking_controller_reference_to_the_shard_needs_its_finalizers(insta
     blockOwnerDeletion, which state/ownership.py does not count; the operator's ServiceAccount sets it."""
     ns, admin = installed.watched, installed.admin
     cr = admin.create({"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
-                       "metadata": {"name": "demo", "namespace": ns}, "spec": spec(1)}, field_manager="test")
+                       "metadata": {"name": "demo", "namespace": ns}, "spec": spec(2)}, field_manager="test")
     owner = ownership.Owner.of(cr)
     assert owner is not None
     ref = {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND, "name": "demo", "uid": owner.uid,

@@ -146,7 +146,7 @@ def test_a_foreign_secret_under_a_generated_name_refuses_the_pass() -> None:
     from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 
     spec = {"clusterName": "demo", "globalTopoServer": {"address": "topo:2379"},
-            "pools": {"main": {"cells": ["z1"], "replicasPerCell": 1}}}
+            "pools": {"main": {"cells": ["z1"], "replicasPerCell": 2}}}
     gen = render.desired_state(model.load_spec(spec), "db").generated_password
     assert gen is not None
     want = replace(desired(desired_pool(replicas=1)), generated_password=gen)

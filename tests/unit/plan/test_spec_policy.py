@@ -9,7 +9,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.spec.policy import
 from multigres_pools.install import bundle
 
 BASE = {"clusterName": "demo", "globalTopoServer": {"address": "topo:2379"},
-        "pools": {"main": {"cells": ["z1"], "replicasPerCell": 1}}}
+        "pools": {"main": {"cells": ["z1"], "replicasPerCell": 2}}}
 
 
 def _spec(**extra: object) -> model.MultigresShardSpec:

@@ -45,10 +45,10 @@ def test_rerender_removes_stale_files(tmp_path):
     out = tmp_path / "out"
     big = _write_doc(tmp_path / "big.yaml", corpus.spec({"pools": {"default": {"replicasPerCell": 3}}}))
     assert cli.main(["render", "-f", str(big), "-o", str(out)]) == 0
-    small = _write_doc(tmp_path / "small.yaml", corpus.spec({"pools": {"default": {"replicasPerCell": 1}}}))
+    small = _write_doc(tmp_path / "small.yaml", corpus.spec({"pools": {"default": {"replicasPerCell": 2}}}))
     assert cli.main(["render", "-f", str(small), "-o", str(out)]) == 0
     pods = [p for p in (out / "preview" / "demo").iterdir() if p.name.startswith("pod-")]
-    assert len(pods) == 1
+    assert len(pods) == 2
 
 
 def test_invalid_spec_exits_non_zero_names_path_and_rule_and_writes_nothing(tmp_path, capsys):

@@ -134,11 +134,39 @@ def test_storage_grow_only_compares_exact_values_across_units(a, ua, b, ub):
 @settings(max_examples=200, deadline=None)
 @given(st.integers(-100, 100))
 def test_replicas_accepted_exactly_in_range(n):
+    """1..32 by the field's bounds; a v0.1.0 shard of one pod is refused by the durability rules instead."""
     spec = corpus.spec({"pools": {"default": {"replicasPerCell": n}}})
-    if 1 <= n <= 32:
+    if 2 <= n <= 32:
         assert model.load_spec(spec).pools["default"].replicas_per_cell == n
+    elif n == 1:
+        assert [e.split(": ")[0] for e in _errors(spec)] == ["spec.durabilityPolicy"]
     else:
         assert any(e.startswith("spec.pools.default.replicasPerCell:") for e in _errors(spec))
+
+
+_CELLS = st.lists(st.sampled_from(["z1", "z2", "z3", "z4"]), min_size=1, max_size=4, unique=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "b", "c"]), st.tuples(_CELLS, st.integers(1, 3)), min_size=1),
+       st.booleans(), st.integers(1, 12))
+def test_the_durability_policy_is_refused_exactly_when_the_pools_cannot_meet_it(pools, multi_cell, n):
+    """AT_LEAST_<n>: n pods over every pool; MULTI_CELL_AT_LEAST_<n>: n distinct cells (v0.1.0's
+    CheckAchievable), counted once however many pools list a cell."""
+    policy = f"{'MULTI_CELL_' if multi_cell else ''}AT_LEAST_{n}"
+    spec = corpus.spec({"durabilityPolicy": policy, "pools": {
+        "default": None, **{name: {"cells": cells, "replicasPerCell": r} for name, (cells, r) in pools.items()}}})
+    have = (len({c for cells, _ in pools.values() for c in cells}) if multi_cell
+            else sum(len(cells) * r for cells, r in pools.values()))
+    try:
+        model.load_spec(spec)
+        errors: list[str] = []
+    except model.SpecError as error:
+        errors = error.errors
+    refused = [e for e in errors if "durability-policy-achievable" in e]
+    assert bool(refused) == (have < n), (policy, pools, errors)
+    unit = "cell(s)" if multi_cell else "pod(s)"
+    assert all(e.startswith("spec.durabilityPolicy: ") and f"{policy} with {have} {unit}" in e for e in refused)
 
 
 @settings(max_examples=300, deadline=None)

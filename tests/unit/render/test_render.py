@@ -235,7 +235,7 @@ dns = st.from_regex(r"\A[a-z][a-z0-9-]{0,40}[a-z0-9]\Z")
 
 
 @settings(max_examples=60, deadline=None)
-@given(cluster=dns, pool=dns, cell=dns, replicas=st.integers(1, 32))
+@given(cluster=dns, pool=dns, cell=dns, replicas=st.integers(2, 32))
 def test_every_rendered_name_fits_kubernetes_limits(cluster, pool, cell, replicas):
     spec = model.load_spec(corpus.spec({"clusterName": cluster[:63], "pools": None,
                                         "multigateway": {"enabled": True}}) |

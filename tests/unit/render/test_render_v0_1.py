@@ -75,14 +75,12 @@ def test_a_data_directory_that_ran_before_starts_in_recovery(tmp_path):
     assert (tmp_path / layout.STANDBY_SIGNAL).is_file()
 
 
-def test_multipooler_writes_the_signal_before_its_sigterm_and_one_pooler_gets_neither():
+def test_multipooler_writes_the_signal_before_its_sigterm():
     """The same script before SIGTERM: multipooler's monitor may restart PostgreSQL after its graceful stop."""
     spec = _render().pools[0].pod(0)["spec"]
     pre_stop = _container(spec, "multipooler")["lifecycle"]["preStop"]["exec"]["command"]
     assert pre_stop == _container(spec, "standby-on-start")["command"]
-    single = _render({"pools": {"default": {"replicasPerCell": 1}}}).pools[0].pod(0)["spec"]
-    assert [c["name"] for c in single["initContainers"]] == ["repository-check", "postgres"]
-    assert "lifecycle" not in _container(single, "multipooler")
+    assert [c["name"] for c in spec["initContainers"]] == ["repository-check", "standby-on-start", "postgres"]
 
 
 def test_a_new_volume_and_a_standby_are_left_as_they_are(tmp_path):
