@@ -72,6 +72,9 @@ def resource_path(api_version: str, kind: str, namespace: str | None, name: str 
     return path
 
 
+_SSL_CONTEXTS: dict[tuple[bool, bytes | None, bytes | None, bytes | None], ssl.SSLContext] = {}
+
+
 @dataclass
 class Credentials:
     server: str
@@ -96,6 +99,16 @@ class Credentials:
         return {}
 
     def ssl_context(self) -> ssl.SSLContext:
+        """One context per set of trust and client material in this process: building one (the CA, a
+        key pair loaded through files) cost a process that opens many short-lived clients, such as the
+        test harness, an eighth of its CPU. A context serves any number of connections and threads."""
+        key = (self.insecure, self.ca_data, self.cert_data, self.key_data)
+        ctx = _SSL_CONTEXTS.get(key)
+        if ctx is None:
+            ctx = _SSL_CONTEXTS[key] = self._new_ssl_context()
+        return ctx
+
+    def _new_ssl_context(self) -> ssl.SSLContext:
         # As kubectl: the kubeconfig's CA, when it names one, is the only trust anchor (the system's
         # roots would also accept any publicly trusted certificate for the server's name, and loading
         # them costs every client ~10 ms of CPU); without one, the system's roots.

@@ -235,7 +235,10 @@ class Cluster:
 
     def stop(self) -> None:
         stop_process(self._controller_manager)
-        stop_process(self._apiserver)
+        # kube-apiserver stops listening at once but then waits for its open requests (watches of clients
+        # that outlive it, in the test process) until the grace runs out: 10 s of every teardown. Its
+        # state is in etcd and removed below, so it is not waited for.
+        stop_process(self._apiserver, grace=2)
         for etcd in (self.topo_etcd, self.api_etcd):
             stop_process(etcd.process)
         shutil.rmtree(self.workdir, ignore_errors=True)

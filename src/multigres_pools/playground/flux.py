@@ -111,7 +111,7 @@ class Flux:
 
     def stop(self) -> None:
         for process in self.processes:
-            process.stop()
+            process.stop(grace=5)  # throwaway controllers, as ArgoCD.stop
 
     def __enter__(self) -> Flux:
         return self.start()

@@ -373,13 +373,19 @@ class MultigresStack:
     # --- what PostgreSQL says ------------------------------------------------------------------------
     def members(self, shard: str = "play") -> list[Member]:
         """Every running pool pod as its own PostgreSQL reports itself (unreachable pods left out)."""
-        out = []
-        for pod in self.pods():
+        out: list[Member] = []
+        pods = self.pods()
+        try:
+            password = self.password(shard)  # once per round, not per pod: each read is two API calls
+        except LookupError:
+            return out
+        for pod in pods:
             ip = (pod.get("status") or {}).get("podIP")
             if not ip or facts.meta(pod).get("deletionTimestamp"):
                 continue
-            with contextlib.suppress(psycopg.Error, LookupError):
-                with psycopg.connect(self.dsn(ip, shard), connect_timeout=2, autocommit=True) as conn:
+            with contextlib.suppress(psycopg.Error):
+                with psycopg.connect(self.dsn(ip, shard, password=password), connect_timeout=2,
+                                     autocommit=True) as conn:
                     # One row, always: a SELECT without FROM.
                     recovery, names = cast(tuple[bool, str], conn.execute(
                         "SELECT pg_is_in_recovery(), current_setting('synchronous_standby_names')").fetchone())
