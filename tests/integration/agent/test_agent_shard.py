@@ -93,7 +93,7 @@ def test_backup_health_stale_and_check_failure(rig_factory, shard_crd_installed)
 
 def test_registration_from_the_shard(rig_factory, shard_crd_installed) -> None:
     rig = rig_factory(config=AgentConfig())
-    _create_shard(rig, durabilityPolicy="MULTI_CELL_AT_LEAST_1",
+    _create_shard(rig, durabilityPolicy="MULTI_CELL_AT_LEAST_2", pools={"default": {"cells": ["zone1", "zone2"]}},
                   backup={"type": "s3", "s3": {"bucket": "bkt", "region": "eu-1"}})
     for name in rig.names:  # what the renderer does: pods are owned by their MultigresShard
         cr = _get(rig, {"metadata": {"name": naming.shard_resource_name(rig.sid)}})
@@ -102,7 +102,7 @@ def test_registration_from_the_shard(rig_factory, shard_crd_installed) -> None:
             "uid": cr["metadata"]["uid"]}]}})
     rig.run(rig.agent())
     db = cm.Database.FromString(rig.etcd.get(naming.database_key(rig.root, "postgres"))[0])
-    assert db.backup_location.s3.bucket == "bkt" and list(db.cells) == ["zone1"]
+    assert db.backup_location.s3.bucket == "bkt" and sorted(db.cells) == ["zone1", "zone2"]
     assert db.bootstrap_durability_policy.quorum_type == cm.QUORUM_TYPE_MULTI_CELL_AT_LEAST_N
     assert rig.etcd.get(naming.cell_key(rig.root, "zone1")) is not None
     assert rig.events("TopoRegistered")

@@ -125,23 +125,23 @@ def test_a_restart_mid_drain_and_a_deletion_mid_drain_end_cleanly(kube, namespac
     client = connect(str(kube.kubeconfig))
     steps = Steps(client, namespace, lambda: f"--- ansible-operator log (tail) ---\n{operator.log()[-6000:]}")
     try:
-        steps.create(3)
+        steps.create(4)
         w.drains_held.set()
         client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME,
-                           {"spec": {"pools": {"main": {"replicasPerCell": 2}}}}, field_manager="test")
+                           {"spec": {"pools": {"main": {"replicasPerCell": 3}}}}, field_manager="test")
         (drained,) = eventually(lambda: draining(client, namespace), DEADLINE, "a drain requested", interval=0.1)
         operator.stop()
-        assert len(pool_pod_uids(client, namespace)) == 3  # held: nothing deleted under the drain
+        assert len(pool_pod_uids(client, namespace)) == 4  # held: nothing deleted under the drain
         mark = len(operator.log())
         operator.start()
         w.drains_held.clear()
-        eventually(lambda: converged(client, namespace, 2), DEADLINE, "converged after the restart", interval=0.1)
+        eventually(lambda: converged(client, namespace, 3), DEADLINE, "converged after the restart", interval=0.1)
         assert drained not in {p["metadata"]["name"] for p in client.list("v1", "Pod", namespace)}
         assert failed_runs(operator.log()[mark:]) == [], "\n".join(failed_runs(operator.log()[mark:]))
 
         w.drains_held.set()
         client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME,
-                           {"spec": {"pools": {"main": {"replicasPerCell": 1}}}}, field_manager="test")
+                           {"spec": {"pools": {"main": {"replicasPerCell": 2}}}}, field_manager="test")
         eventually(lambda: draining(client, namespace), DEADLINE, "a second drain requested", interval=0.1)
         client.delete(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, NAME)
         w.drains_held.clear()

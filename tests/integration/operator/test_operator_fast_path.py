@@ -91,7 +91,7 @@ def test_noop_resync_starts_no_runner_and_a_spec_change_one(kube, namespace, kub
         # 2. A spec change: one playbook run, which writes what the operator planned, replaying its snapshot.
         target = (namespace, names[0])
         passes = op.ctl.playbook_passes[target]
-        kube_client.apply(shard_doc(namespace, names[0], replicas=2), "test")
+        kube_client.apply(shard_doc(namespace, names[0], replicas=3), "test")
         wait_for(lambda: op.ctl.playbook_passes[target] > passes and op.idle(), 120, "the playbook pass")
         op.resync()  # the shard is decided again after its pass: nothing is left to write
         wait_for(op.idle, 120, "the resync after the pass")
@@ -111,7 +111,7 @@ def test_noop_resync_starts_no_runner_and_a_spec_change_one(kube, namespace, kub
         op.stop()
 
     # 3. The standalone playbook (no operator, no snapshot) converges the same shard.
-    kube_client.apply(shard_doc(namespace, names[0], replicas=3), "test")
+    kube_client.apply(shard_doc(namespace, names[0], replicas=4), "test")
     env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     out = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "playbooks/reconcile.yml",
@@ -120,4 +120,4 @@ def test_noop_resync_starts_no_runner_and_a_spec_change_one(kube, namespace, kub
     assert out.returncode == 0, out.stdout + out.stderr
     pods = kube_client.list("v1", "Pod", namespace, f"{keys.LABEL_CLUSTER}={names[0]},"
                                                 f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}")
-    assert len(pods) == 3
+    assert len(pods) == 4

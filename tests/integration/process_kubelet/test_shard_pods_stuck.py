@@ -104,7 +104,8 @@ def _pass_until(rig: Rig, done: Any, timeout: float, what: str) -> dict[str, Any
 def test_a_missing_image_is_named_on_the_shard_and_clears_once_fixed(  # type: ignore[no-untyped-def]
         kube, namespace, kube_client, own_kubelet):
     rig = Rig(kube_client, namespace, FakeAgent(kube.api_client(), namespace), own_kubelet)
-    pod = naming.pod_name(SID, POOL, CELL, 0)
+    pods = [naming.pod_name(SID, POOL, CELL, i) for i in range(2)]  # the fewest a v0.1.0 shard has
+    pod = pods[0]
     rig.create_cr(_body(namespace, postgres=MISSING))
 
     stuck = _pass_until(rig, lambda c: c.get("status") == "True", 90, "PodsStuck=True")
@@ -116,8 +117,8 @@ def test_a_missing_image_is_named_on_the_shard_and_clears_once_fixed(  # type: i
     waiting = first["state"]["waiting"]
     assert MISSING in waiting["message"]  # the kubelet's words, repeated on the shard:
     assert stuck["reason"] == "ErrImagePull"
-    assert stuck["message"] == (f"{pod}: init container {keys.REPOSITORY_CHECK_CONTAINER} waiting: ErrImagePull "
-                                f"({waiting['message']})")
+    assert stuck["message"] == "; ".join(f"{name}: init container {keys.REPOSITORY_CHECK_CONTAINER} waiting: "
+                                         f"ErrImagePull ({waiting['message']})" for name in pods)
     assert (rig.cr() or {})["status"]["phase"] == "Degraded"
     events = [e for e in kube_client.list("v1", "Event", namespace, "")
               if e["involvedObject"].get("kind") == keys.SHARD_KIND and e.get("reason") == "PodsStuck"]
@@ -129,20 +130,23 @@ def test_a_missing_image_is_named_on_the_shard_and_clears_once_fixed(  # type: i
     assert screen.returncode == 0, screen.stderr
     assert f"PodsStuck: {stuck['message']}" in json.loads(screen.stdout)["attention"]
 
-    before = facts.uid(live)
+    before = {name: facts.uid(rig.pods()[name]) for name in pods}
     rig.client.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, "demo",
                            {"spec": {"images": {"postgres": None}}}, field_manager="test")  # back to the default
     # A rolling update waits for the pool to settle (every pod Ready), which a pod that never started does
     # not: as the runbook says, delete it; the engine drains it (external deletion) and recreates it.
     rig.run(name="demo")
     assert "waits for pools to settle" in " ".join(rig.results[-1].plan)
-    rig.client.delete("v1", "Pod", namespace, pod)
+    for name in pods:
+        rig.client.delete("v1", "Pod", namespace, name)
 
     def replaced_and_started(cond: dict[str, Any]) -> bool:
-        live = rig.pods().get(pod) or {}
-        sidecar = next((c for c in (live.get("status") or {}).get("initContainerStatuses") or []
-                        if c["name"] == "postgres"), {})  # pgctld, after the repository check
-        return facts.uid(live) not in (None, before) and bool(sidecar.get("started")) and bool(cond)
+        def started(name: str) -> bool:
+            live = rig.pods().get(name) or {}
+            sidecar = next((c for c in (live.get("status") or {}).get("initContainerStatuses") or []
+                            if c["name"] == "postgres"), {})  # pgctld, after the repository check
+            return facts.uid(live) not in (None, before[name]) and bool(sidecar.get("started"))
+        return all(started(name) for name in pods) and bool(cond)
 
     cleared = _pass_until(rig, replaced_and_started, 180, "the pod replaced and its pgctld started")
     assert cleared["status"] == "False" and cleared["reason"] == "NoPodStuck" and cleared["message"] == ""

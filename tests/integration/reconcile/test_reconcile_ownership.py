@@ -152,5 +152,6 @@ def test_retained_pvcs_are_taken_back_by_a_shard_recreated_under_the_same_name(r
                            for r in facts.meta(s).get("ownerReferences") or [])]
     eventually(collected, 180, "the garbage collector to remove the deleted shard's Secrets", interval=1)
     rig.settle(name="demo")
-    assert sorted(rig.pods()) == [naming.pod_name(SID, POOL, CELL, 0)]  # on its old PVC, not at a new index
+    # On their old PVCs, not at new indices.
+    assert sorted(rig.pods()) == [naming.pod_name(SID, POOL, CELL, i) for i in range(2)]
     assert facts.uid(rig.pvcs()[data]) == uid

@@ -35,4 +35,4 @@ def test_a_disallowed_secret_is_refused_and_nothing_is_created(rig, shard_crd): 
     rig.update_cr({"images": {"imagePullSecrets": [{"name": "db-pull"}]}})
     allowed = run_pass(rig.client, Request(namespace=rig.namespace, name="demo", policy=policy))
     assert not allowed.failed, allowed.msg
-    assert len(rig.pods()) == 1
+    assert len(rig.pods()) == 2

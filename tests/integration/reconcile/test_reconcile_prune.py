@@ -63,7 +63,7 @@ def test_cell_removed_from_multiorch_prunes_its_deployment_and_service(rig, shar
     assert _names(rig, "apps/v1", "Deployment") == {naming.multiorch_deployment_name(SID, CELL)}
     assert service not in _names(rig, "v1", "Service")
     assert naming.multiorch_service_name(SID, CELL) in _names(rig, "v1", "Service")
-    assert len(rig.pods()) == 2  # the pool pods of both cells are untouched
+    assert len(rig.pods()) == 4  # the pool pods of both cells are untouched
 
 
 def test_configmap_keys_the_engine_stopped_rendering_are_dropped_by_server_side_apply(rig, shard_crd):  # type: ignore[no-untyped-def]
