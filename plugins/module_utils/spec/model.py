@@ -682,7 +682,7 @@ def _durability_achievable(spec: MultigresShardSpec) -> bool:
 
 
 def _durability_detail(spec: MultigresShardSpec) -> str:
-    multi_cell, _ = durability_need(spec.durability_policy)
+    multi_cell = durability_need(spec.durability_policy)[0]
     have = f"{_pool_cells(spec)} cell(s)" if multi_cell else f"{_pool_pods(spec)} pod(s)"
     return f"{spec.durability_policy} with {have}"
 
