@@ -398,15 +398,21 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
     assert warnings and warnings[-1]["type"] == "Warning", warnings
     cr = shard_cr(stack)
     assert cr["status"]["phase"] == "Degraded", cr["status"]
-    # Held: the kubelet retries the check with back-off; nothing starts and nothing is written meanwhile.
-    time.sleep(30)
-    pods = stack.pods()
+    # Held: the kubelet retries the check with back-off (waited for: every pod's check refused again);
+    # nothing starts and nothing is written meanwhile.
+    def check_restarts(pod: dict[str, Any]) -> int:
+        checks = [s for s in pod["status"].get("initContainerStatuses") or []
+                  if s["name"] == keys.REPOSITORY_CHECK_CONTAINER]
+        return checks[0].get("restartCount", 0) if checks else 0
+
+    def retried() -> list[dict[str, Any]] | None:
+        pods = stack.pods()
+        return pods if pods and all(check_restarts(p) >= 1 for p in pods) else None
+
+    pods = wait_for(retried, 120, "every pod's repository check retried", interval=1)
     assert _listing(repository) == [], _listing(repository)
     assert not any(facts.condition_true(p, "Ready") for p in pods)
     for pod in pods:
-        checks = [s for s in pod["status"].get("initContainerStatuses") or []
-                  if s["name"] == keys.REPOSITORY_CHECK_CONTAINER]
-        assert checks and checks[0].get("restartCount", 0) >= 1, pod["status"]
         with pytest.raises(FileNotFoundError):  # multipooler never started, so no initdb
             stack.kubelet.logs(stack.namespace, facts.name(pod), "multipooler")  # type: ignore[union-attr]
     for claim in _claims(watched, "data-"):
