@@ -202,11 +202,14 @@ def _probe_pod(name: str, labels: dict[str, str], targets: list[tuple[str, int]]
     }
 
 
-def _reachable(watched: Watched, namespace: str, name: str, labels: dict[str, str],
-               targets: list[tuple[str, int]]) -> dict[tuple[str, int], bool]:
+def _start_probe(watched: Watched, namespace: str, name: str, labels: dict[str, str],
+                 targets: list[tuple[str, int]]) -> None:
     _kubectl(watched, "create", "namespace", namespace, check=False)
     _apply_pod(watched, namespace, _probe_pod(name, labels, targets))
 
+
+def _probe_result(watched: Watched, namespace: str, name: str,
+                  targets: list[tuple[str, int]]) -> dict[tuple[str, int], bool]:
     def finished() -> bool:
         phase = _kubectl(watched, "-n", namespace, "get", "pod", name, "-o", "jsonpath={.status.phase}")
         return phase in ("Succeeded", "Failed")
@@ -224,6 +227,15 @@ def _reachable(watched: Watched, namespace: str, name: str, labels: dict[str, st
     return found
 
 
+def _reachable(watched: Watched, probes: dict[tuple[str, str], dict[str, str]],
+               targets: list[tuple[str, int]]) -> dict[tuple[str, str], dict[tuple[str, int], bool]]:
+    """What each probe pod, by (namespace, name) with its labels, reaches of the targets. The probes run
+    at once: a closed port costs each of them its tries' timeouts."""
+    for (namespace, name), labels in probes.items():
+        _start_probe(watched, namespace, name, labels, targets)
+    return {(namespace, name): _probe_result(watched, namespace, name, targets) for namespace, name in probes}
+
+
 def test_network_policy_admits_only_the_shard_the_agent_and_clients(watched: Watched) -> None:
     stack = watched.stack
     pool = next(p for p in stack.pods() if facts.condition_true(p, "Ready"))
@@ -231,19 +243,18 @@ def test_network_policy_admits_only_the_shard_the_agent_and_clients(watched: Wat
     postgres, grpc, pooler_http = (ip, layout.POSTGRES), (ip, layout.MULTIPOOLER_GRPC), (ip, layout.MULTIPOOLER_HTTP)
     targets = [postgres, grpc, pooler_http]
     agent_labels = {keys.LABEL_APP_NAME: keys.INSTALL_APP_NAME, keys.LABEL_APP_COMPONENT: keys.AGENT_COMPONENT}
+    same_ns, other_ns = (stack.namespace, "unlabelled"), ("outsider", "outsider")
+    elsewhere, agent = ("outsider", "agent-lookalike"), (keys.INSTALL_NAMESPACE, "agent-peer")
+    reached = _reachable(watched, {same_ns: {}, other_ns: {}, elsewhere: agent_labels, agent: agent_labels}, targets)
 
     # Every pod of the shard's namespace is a client by default (spec.security.networkPolicy.clients):
     # PostgreSQL yes, multipooler's gRPC and HTTP no.
-    same_ns = _reachable(watched, stack.namespace, "unlabelled", {}, targets)
-    assert same_ns == {postgres: True, grpc: False, pooler_http: False}
+    assert reached[same_ns] == {postgres: True, grpc: False, pooler_http: False}
     # Another namespace: nothing.
-    other_ns = _reachable(watched, "outsider", "outsider", {}, targets)
-    assert other_ns == {postgres: False, grpc: False, pooler_http: False}
+    assert reached[other_ns] == {postgres: False, grpc: False, pooler_http: False}
     # The agent's labels help only in the install namespace (namespaceSelector and podSelector).
-    elsewhere = _reachable(watched, "outsider", "agent-lookalike", agent_labels, targets)
-    assert elsewhere == {postgres: False, grpc: False, pooler_http: False}
-    agent = _reachable(watched, keys.INSTALL_NAMESPACE, "agent-peer", agent_labels, targets)
-    assert agent == {postgres: False, grpc: True, pooler_http: False}
+    assert reached[elsewhere] == {postgres: False, grpc: False, pooler_http: False}
+    assert reached[agent] == {postgres: False, grpc: True, pooler_http: False}
     # The node itself (kubelet probes, this test) is not restricted by NetworkPolicy.
     assert _tcp_open(*pooler_http)
 
