@@ -52,9 +52,11 @@ MANAGER = "/multipoolermanager.MultiPoolerManager/"
 CONSENSUS = "/consensus.MultiPoolerConsensus/"
 ORCH = "/multiorch.MultiOrchService/"
 # One cycle polls every pooler (up to 0.5 s) and may run a whole election (Recruit, Propose, promote),
-# or wait on a pooler that is going away. The caller only needs the cycle started: it runs on in
-# multiorch when the call times out, and the agent's handover looks at the poolers again meanwhile.
-TRIGGER_TIMEOUT_S = 3.0
+# or wait on a pooler that is going away. The cycle runs on in multiorch when the call times out, but
+# a timed-out call cannot tell "received and still electing" from "never reached": on the real node
+# under load an election took 5.2 s and every 3 s call timed out, so the agent reported multiorch as
+# never asked. The deadline covers a loaded election; an unreachable multiorch still fails fast.
+TRIGGER_TIMEOUT_S = 10.0
 
 _ROLES = {cm.PRIMARY: keys.Role.PRIMARY, cm.REPLICA: keys.Role.REPLICA, cm.DRAINED: keys.Role.DRAINED}
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
