@@ -5,7 +5,11 @@ refusal to act on era-A records and an era-A pooler, the durability arithmetic, 
 from __future__ import annotations
 
 import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
+import grpc
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 
@@ -13,6 +17,7 @@ from multigres_pools import dataplane
 from multigres_pools.dataplane.base import (
     DataPlaneError,
     Durability,
+    Orchestrator,
     PoolerId,
     RefusalReason,
     ShardTopology,
@@ -21,9 +26,10 @@ from multigres_pools.dataplane.base import (
 )
 from multigres_pools.dataplane.era_a import EraA
 from multigres_pools.dataplane.etcd import Etcd
-from multigres_pools.dataplane.v0_1 import V0_1
+from multigres_pools.dataplane.v0_1 import ORCH, V0_1
 from multigres_pools.playground.era_a_double import MultipoolerPeer
 from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
+from multigres_pools.proto.gen.v0_1 import multiorchdata_pb2 as mod
 
 
 def _topo(endpoint: str, root: str) -> ShardTopology:
@@ -137,8 +143,6 @@ def test_only_this_shards_multiorchs_are_found_in_its_cells(private_etcd, root, 
 
 
 def test_an_unreachable_multiorch_is_named(v01, closed_port) -> None:
-    from multigres_pools.dataplane.base import Orchestrator
-
     host, port = closed_port.rsplit(":", 1)
     with pytest.raises(DataPlaneError) as refused:
         v01.trigger_recovery(Orchestrator("zone1", "orch-1", host, int(port)))
@@ -146,3 +150,29 @@ def test_an_unreachable_multiorch_is_named(v01, closed_port) -> None:
     assert "orch-1" in refused.value.message
     with pytest.raises(DataPlaneError, match="publishes no grpc address"):
         v01.trigger_recovery(Orchestrator("zone1", "orch-2", "10.0.0.9", None))
+
+
+def test_a_multiorch_still_electing_after_three_seconds_is_waited_for(v01) -> None:
+    """TriggerRecoveryNow returns when multiorch's cycle (the election included) is over; on the loaded
+    real node one took 5.2 s. A shorter deadline timed out every call while multiorch went on electing,
+    and the agent then reported multiorch as never asked."""
+    received = threading.Event()
+
+    def electing(request: mod.TriggerRecoveryNowRequest,
+                 context: grpc.ServicerContext) -> mod.TriggerRecoveryNowResponse:
+        received.set()
+        time.sleep(4.5)
+        return mod.TriggerRecoveryNowResponse(remaining_problem_codes=["ReplicaNotReplicating"])
+
+    service, method = ORCH.strip("/"), "TriggerRecoveryNow"
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(service, {
+        method: grpc.unary_unary_rpc_method_handler(electing, mod.TriggerRecoveryNowRequest.FromString,
+                                                    mod.TriggerRecoveryNowResponse.SerializeToString)})])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        assert v01.trigger_recovery(Orchestrator("zone1", "orch-1", "127.0.0.1", port)) == ("ReplicaNotReplicating",)
+        assert received.is_set()
+    finally:
+        server.stop(grace=None)
