@@ -110,13 +110,18 @@ def _grpc_tls_mounts(ctx: ShardContext) -> Manifest:
 
 
 # --- multiorch -------------------------------------------------------------------------------------
-def _interval_args(ctx: ShardContext) -> list[str]:
+def _timing_args(ctx: ShardContext) -> list[str]:
+    """multiorch's intervals and failover grace: only the ones the spec sets (Multigres' defaults otherwise)."""
     orch = ctx.spec.multiorch
     args = []
     if orch.pooler_health_check_interval:
         args.append(f"--pooler-health-check-interval={orch.pooler_health_check_interval}")
     if orch.recovery_cycle_interval:
         args.append(f"--recovery-cycle-interval={orch.recovery_cycle_interval}")
+    if orch.failover_grace_period:
+        args.append(f"--leader-failover-grace-period-base={orch.failover_grace_period}")
+    if orch.failover_grace_period_max_jitter:
+        args.append(f"--leader-failover-grace-period-max-jitter={orch.failover_grace_period_max_jitter}")
     return args
 
 
@@ -137,7 +142,7 @@ def multiorch_deployment(ctx: ShardContext, cell: str) -> Manifest:
             f"--watch-targets={sid.database}/{sid.tablegroup}/{sid.shard}",
             f"--log-level={spec.log_levels.multiorch}",
             *reg_args,
-            *_interval_args(ctx),
+            *_timing_args(ctx),
             *_grpc_tls_args(ctx),
         ],
         "ports": [port("http", layout.MULTIORCH_HTTP), port("grpc", layout.MULTIORCH_GRPC)],

@@ -428,6 +428,16 @@ class MultiOrch(CellDeployment):
         *CellDeployment.__rules__,
         _positive_interval("pooler-health-check-interval", "poolerHealthCheckInterval"),
         _positive_interval("recovery-cycle-interval", "recoveryCycleInterval"),
+        _positive_interval("failover-grace-period", "failoverGracePeriod"),
+        Rule(
+            name="failover-jitter-at-most-a-minute",
+            cel="!has(self.failoverGracePeriodMaxJitter) "
+                "|| duration(self.failoverGracePeriodMaxJitter) <= duration('1m')",
+            message="failoverGracePeriodMaxJitter must be at most 1m (multiorch v0.1.0 cuts anything longer to 1m)",
+            check=lambda m: (wire_value(m, "failoverGracePeriodMaxJitter") is None
+                             or go_duration_seconds(wire_value(m, "failoverGracePeriodMaxJitter")) <= 60),
+            field_path=".failoverGracePeriodMaxJitter",
+        ),
     )
 
     pooler_health_check_interval: GoDuration | None = Field(
@@ -436,6 +446,18 @@ class MultiOrch(CellDeployment):
     )
     recovery_cycle_interval: GoDuration | None = Field(
         None, description="multiorch --recovery-cycle-interval (Go duration); Multigres' default (1s) when unset.",
+    )
+    failover_grace_period: GoDuration | None = Field(
+        None, description="multiorch --leader-failover-grace-period-base (Go duration): how long a primary that "
+                          "looks dead must stay so before multiorch fails it over; Multigres' default (4s) when "
+                          "unset. Longer keeps a busy primary on a loaded node from being failed over while it "
+                          "still serves, at the cost of that much more write downtime when it really is gone; "
+                          "planned handovers do not wait for it (the agent expires it).",
+    )
+    failover_grace_period_max_jitter: GoDuration | None = Field(
+        None, description="multiorch --leader-failover-grace-period-max-jitter (Go duration, 0s for none): up to "
+                          "this much is added at random to failoverGracePeriod, so two multiorchs seldom act at "
+                          "once; Multigres' default (8s) when unset.",
     )
 
 
@@ -727,6 +749,17 @@ class MultigresShardSpec(SpecModel):
             message=f"Multigres {keys.MultigresVersion.V0_1_0} needs pool cell names of at most "
                     f"{V0_1_MAX_POOL_CELL} characters (a pooler's '<cell>_<service-id>' is at most 63)",
             check=_pool_cells_fit, field_path=".pools",
+        ),
+        Rule(
+            name="failover-grace-needs-v0-1",
+            cel=f"(!has(self.multiorch.failoverGracePeriod) && !has(self.multiorch.failoverGracePeriodMaxJitter)) "
+                f"|| self.multigres.version == '{keys.MultigresVersion.V0_1_0}'",
+            message=f"multiorch.failoverGracePeriod and failoverGracePeriodMaxJitter are flags of Multigres "
+                    f"{keys.MultigresVersion.V0_1_0}'s multiorch",
+            check=lambda s: (s.multiorch.failover_grace_period is None
+                             and s.multiorch.failover_grace_period_max_jitter is None)
+            or s.multigres.version is keys.MultigresVersion.V0_1_0,
+            field_path=".multiorch",
         ),
         Rule(
             name="grpc-tls-needs-v0-1",

@@ -73,6 +73,10 @@ class Member:
     primary: bool
     synchronous_standby_names: str
     replicas: tuple[tuple[str, str], ...]  # (application_name, sync_state) from pg_stat_replication
+    # What a wait that timed out says of replication (`wait_serving`): the walsenders' `state`
+    # (application_name -> startup, catchup, streaming) and this pod's own WAL receiver ("" if none).
+    sender_states: tuple[tuple[str, str], ...] = ()
+    receiver: str = ""
 
 
 def _pids_of(binary: bytes, argument: bytes) -> list[int]:
@@ -389,9 +393,13 @@ class MultigresStack:
                     # One row, always: a SELECT without FROM.
                     recovery, names = cast(tuple[bool, str], conn.execute(
                         "SELECT pg_is_in_recovery(), current_setting('synchronous_standby_names')").fetchone())
-                    replicas = tuple(conn.execute(
-                        "SELECT application_name, sync_state FROM pg_stat_replication ORDER BY 1").fetchall())
-                out.append(Member(facts.name(pod), ip, not recovery, names, replicas))
+                    senders = conn.execute(
+                        "SELECT application_name, sync_state, state FROM pg_stat_replication ORDER BY 1").fetchall()
+                    received = conn.execute("SELECT status, sender_host FROM pg_stat_wal_receiver").fetchone()
+                receiver = f"{received[0]} from {received[1]}" if received else ""
+                out.append(Member(facts.name(pod), ip, not recovery, names,
+                                  tuple((app, sync) for app, sync, _ in senders),
+                                  tuple((app, state) for app, _, state in senders), receiver))
         return out
 
     def primary(self, shard: str = "play") -> Member | None:
@@ -426,7 +434,8 @@ class MultigresStack:
             pods = self.pods()
             ready = [facts.name(p) for p in pods if _ready(p)]
             not_ready = sorted({facts.name(p) for p in pods} - set(ready))
-            primaries = [m for m in self.members(shard) if m.primary]
+            members = self.members(shard)
+            primaries = [m for m in members if m.primary]
             primary = primaries[0] if len(primaries) == 1 else None
             seen[0] = (f"ready {sorted(ready)}, not ready {not_ready}, "
                        f"not in recovery {[m.pod for m in primaries]}")
@@ -438,11 +447,18 @@ class MultigresStack:
             if len(ready) != replicas or primary is None:
                 return None
             seen[0] += (f", {primary.pod} synchronous_standby_names={primary.synchronous_standby_names!r} "
-                        f"pg_stat_replication={list(primary.replicas)}")
+                        f"pg_stat_replication={list(primary.replicas)} walsender states={list(primary.sender_states)}"
+                        f", standbys' WAL receivers {receivers(members)}")
             return primary if len(synchronous) == replicas - 1 else None
 
         return wait_for(serving, timeout, f"{replicas} pods serving with {replicas - 1} synchronous standbys",
                         interval=1, last_seen=lambda: seen[0])
+
+
+def receivers(members: list[Member]) -> dict[str, str]:
+    """Each standby's WAL receiver, as its pg_stat_wal_receiver says: "streaming from <host>", or "none"
+    (a standby that replays from the archive, or whose receiver keeps failing to start)."""
+    return {m.pod: m.receiver or "none" for m in members if not m.primary}
 
 
 def serving_summary(ready: int, replicas: int, primary: str | None, synchronous: int) -> str:

@@ -57,9 +57,13 @@ pytestmark = [pytest.mark.realnode, pytest.mark.multigres, pytest.mark.cluster, 
 
 def _shard(stack: Any) -> dict[str, Any]:
     """The sample shard with spec.postgresConfig: its ConfigMap volume must mount under runc (it once
-    sat inside the read-only pg_hba volume, where no mount point can be made)."""
+    sat inside the read-only pg_hba volume, where no mount point can be made). A 2-core node with five
+    PostgreSQL containers, a write load and a roll is the busy node docs/operations.md ("A busy primary
+    failed over") sets a longer failover grace for: twice, multiorch failed the healthy primary over
+    mid-story with Multigres' 4 s (docs/reliability.md, findings). Planned handovers do not wait for it."""
     doc: dict[str, Any] = stack.sample_shard(replicas=3)
     doc["spec"]["postgresConfig"] = {"log_min_duration_statement": "10s"}
+    doc["spec"].setdefault("multiorch", {})["failoverGracePeriod"] = "20s"
     return doc
 
 

@@ -26,7 +26,8 @@ FULL = {
     "postgresConfig": {"work_mem": "8MB"},
     "initdbArgs": "--data-checksums",
     "logLevels": {"pgctld": "debug", "multipooler": "warn", "multiorch": "error", "multigateway": "debug"},
-    "multiorch": {"poolerHealthCheckInterval": "500ms", "recoveryCycleInterval": "1.5s"},
+    "multiorch": {"poolerHealthCheckInterval": "500ms", "recoveryCycleInterval": "1.5s",
+                  "failoverGracePeriod": "20s", "failoverGracePeriodMaxJitter": "2s"},
     "multigateway": {"enabled": True},
 }
 DOWNWARD = {"POD_NAME": "pod-0", "POD_IP": "10.0.0.7"}

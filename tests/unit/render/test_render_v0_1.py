@@ -304,9 +304,10 @@ def test_headless_service_ports():
     assert svc["spec"]["publishNotReadyAddresses"] is True
 
 
-def test_multiorch_v0_1_args_and_intervals():
-    spec = _deployment(_render({"multiorch": {"poolerHealthCheckInterval": "500ms",
-                                              "recoveryCycleInterval": "1.5s"}}), "multiorch")
+def test_multiorch_v0_1_args_intervals_and_failover_grace():
+    spec = _deployment(_render({"multiorch": {"poolerHealthCheckInterval": "500ms", "recoveryCycleInterval": "1.5s",
+                                              "failoverGracePeriod": "20s", "failoverGracePeriodMaxJitter": "0s"}}),
+                       "multiorch")
     (orch,) = spec["containers"]
     assert orch["command"] == ["/multigres/bin/multiorch"]
     assert orch["args"] == [
@@ -315,12 +316,13 @@ def test_multiorch_v0_1_args_and_intervals():
         "--cell=zone1", "--watch-targets=postgres/default/0-inf", "--log-level=info",
         "--service-id=$(POD_NAME)", "--hostname=$(POD_IP)",
         "--pooler-health-check-interval=500ms", "--recovery-cycle-interval=1.5s",
+        "--leader-failover-grace-period-base=20s", "--leader-failover-grace-period-max-jitter=0s",
     ]
     assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in orch["env"]} == {
         "POD_NAME": "metadata.name", "POD_IP": "status.podIP"}
     assert orch["readinessProbe"]["httpGet"] == {"path": "/ready", "port": 15300}
     default = _deployment(_render(), "multiorch")["containers"][0]["args"]
-    assert not any("interval" in a for a in default)
+    assert not any("interval" in a or "grace" in a for a in default)
 
 
 def test_era_a_multiorch_takes_the_intervals_too_and_nothing_else_new():
