@@ -18,8 +18,11 @@ def ident(name: str, cell: str = "zone1") -> cm.ID:
 
 def answer(name: str, leader: str, postgres: int, *, lsn: str = "", replay: str = "", receive: str = "",
            standbys: tuple[str, ...] = (), connected: tuple[str, ...] = (), required: int = 0,
-           ) -> mpd.StatusResponse:
-    """One pooler's Status: `leader` leads rule 2.1 with the cohort `leader` + `standbys`."""
+           receiver: str | None = None) -> mpd.StatusResponse:
+    """One pooler's Status: `leader` leads rule 2.1 with the cohort `leader` + `standbys`. A standby's WAL
+    receiver (`receiver`) streams unless said otherwise ("" for none, as pg_stat_wal_receiver has no row)."""
+    if receiver is None:
+        receiver = "streaming" if postgres == mpd.POSTGRES_STATUS_STANDBY else ""
     rule = cm.ShardRule(rule_number=cm.RuleNumber(coordinator_term=2, leader_subterm=1), leader_id=ident(leader),
                         cohort_members=[ident(n) for n in (leader, *standbys)],
                         durability_policy=cm.DurabilityPolicy(quorum_type=cm.QUORUM_TYPE_AT_LEAST_N,
@@ -29,7 +32,8 @@ def answer(name: str, leader: str, postgres: int, *, lsn: str = "", replay: str 
                                     standby_ids=[ident(n) for n in (leader, *standbys)]))
     status = mpd.Status(postgres_status=postgres, primary_status=primary,
                         replication_status=mpd.StandbyReplicationStatus(last_replay_lsn=replay,
-                                                                        last_receive_lsn=receive))
+                                                                        last_receive_lsn=receive,
+                                                                        wal_receiver_status=receiver))
     return mpd.StatusResponse(status=status, consensus_status=cm.ConsensusStatus(
         id=ident(name), current_position=cm.PoolerPosition(rule=rule)))
 

@@ -14,7 +14,16 @@ from ansible_collections.multigres.pools.plugins.module_utils.core.manifest impo
 from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
-from ..dataplane.base import STUCK_START_S, DataPlane, Leadership, Pooler, PoolerId, ShardTopology, match_pod
+from ..dataplane.base import (
+    STUCK_START_S,
+    DataPlane,
+    Leadership,
+    Pooler,
+    PoolerId,
+    ShardTopology,
+    SyncReplication,
+    match_pod,
+)
 from . import podinfo, trust
 from .kube import Kube
 from .metrics import Metrics
@@ -201,6 +210,12 @@ class ShardView:
     def primary_other_than(self, pod: Manifest) -> Pooler | None:
         """The shard's confirmed primary unless it is the pod's own pooler."""
         return self._leadership(self.own(pod)).confirmed
+
+    def sync_replication(self, primary: Pooler, pod: Manifest) -> SyncReplication:
+        """What `primary` says of synchronous replication, with only the followers that stream counted as
+        connected (`Leadership.silent`, from the round that leaves `pod`'s own pooler out)."""
+        assert self.dataplane is not None, "a ShardView with poolers has an adapter"
+        return self.dataplane.sync_replication(primary).without(self._leadership(self.own(pod)).silent)
 
     def leader(self) -> Pooler | None:
         """The shard's confirmed primary."""

@@ -122,7 +122,7 @@ def _gather(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, need: Ne
         facts.sync_error, facts.extra["message"] = RefusalReason.NO_PRIMARY.value, "no confirmed primary"
         return
     try:
-        sync = _plane(view).sync_replication(target)
+        sync = view.sync_replication(target, pod)
     except DataPlaneError as exc:
         facts.sync_error, facts.extra["message"] = exc.reason.value, exc.message
         return

@@ -112,7 +112,7 @@ def gather(view: ShardView, pod: Manifest, listed: bool) -> Facts:
     if primary is None:
         return Facts(listed, applied, eligibility=eligibility, detail="no confirmed primary")
     try:
-        sync = plane.sync_replication(primary)
+        sync = view.sync_replication(primary, pod)
     except DataPlaneError as exc:
         return Facts(listed, applied, eligibility=eligibility, detail=f"the primary did not answer ({exc.reason})")
     policy = sync.durability

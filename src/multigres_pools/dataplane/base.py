@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -110,6 +110,12 @@ class Leadership:
     # or for an unknown time). agent/stuck_start.py has a pod that stays so replaced.
     down: Mapping[PoolerId, float] = field(default_factory=dict, compare=False)
 
+    @property
+    def silent(self) -> frozenset[PoolerId]:
+        """The standbys that answered in recovery and whose own WAL receiver does not stream (v0.1.0;
+        era A asks no pooler, so none): whatever the primary lists, they acknowledge no commit."""
+        return self.in_recovery - self.streaming
+
 
 # A start takes seconds. v0.1.0's manager, once the PostgreSQL it starts has died twice, waits for it
 # for ever and never starts it again (a full standby's disk), and a demoted old primary whose WAL went
@@ -138,6 +144,10 @@ class PoolerStatus:
     error: str = ""
     # Seconds the pooler has been starting a PostgreSQL whose process is not running (0: it is not).
     starting_dead_s: float = 0.0
+    # A standby's own word on its WAL receiver: streaming or not; None when it did not say (a primary,
+    # era A, no database connection). The primary lists every walsender, even one whose receiver
+    # reconnects and fails each time, so only this tells a standby that really streams.
+    streaming: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +185,11 @@ class SyncReplication:
     cohort: tuple[PoolerId, ...] = ()
     leader: PoolerId | None = None
     durability: Durability | None = None
+
+    def without(self, silent: frozenset[PoolerId]) -> SyncReplication:
+        """`connected` less the followers that say their own WAL receiver does not stream: v0.1.0's primary
+        lists every walsender, even one whose standby reconnects and fails each time (Leadership.silent)."""
+        return replace(self, connected=tuple(p for p in self.connected if p not in silent))
 
     def lists(self, pooler: PoolerId | None) -> bool:
         """Still a synchronous standby in any sense: in the configuration or in the cohort."""

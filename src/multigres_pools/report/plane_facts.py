@@ -83,14 +83,17 @@ def _replication(report: Report, answers: Answers) -> None:
     if primary == _name(leader.id):  # no pod carries that pooler's identity: the registered hostname does
         primary = leader.hostname.split(".")[0] or primary
     sync = answers.sync
+    # A walsender row is not streaming: a standby that says its own receiver is not does not count.
+    silent = {s.id for s in answers.survey.poolers if s.streaming is False} if answers.survey else set()
+    live = {p for p in sync.connected if p not in silent} if sync else set()
     report.replication = Replication(
         primary=primary,
         synchronous=sorted(map(_name, sync.standbys)) if sync else [],
         cohort=sorted(map(_name, sync.cohort)) if sync else [],
         durability=sync.durability if sync else None,
-        durable=sync.durability.satisfied_by(m for m in sync.cohort if m == sync.leader or m in sync.connected)
+        durable=sync.durability.satisfied_by(m for m in sync.cohort if m == sync.leader or m in live)
         if sync and sync.durability else None)
-    connected = {_name(p) for p in sync.connected} if sync else set()
+    connected = {_name(p) for p in live}
     for pod in report.pods:
         if pod.name == primary:
             pod.sync = Sync.PRIMARY

@@ -17,6 +17,7 @@ from multigres_pools import dataplane
 from multigres_pools.dataplane.base import (
     DataPlaneError,
     Durability,
+    Leadership,
     Orchestrator,
     PoolerId,
     RefusalReason,
@@ -106,6 +107,16 @@ def test_durable_without_counts_the_leader_and_streaming_standbys(policy, connec
     sync = SyncReplication(True, (A, B, C), connected, cohort=(A, B, C, P), leader=P, durability=policy)
     assert sync.durable_without(leaving) is ok
     assert sync.lists(A) and not sync.lists(PoolerId("zone9", "z"))
+
+
+def test_a_follower_whose_receiver_does_not_stream_does_not_keep_the_cohort_durable() -> None:
+    """The primary lists B (a walsender row) but B says its WAL receiver is not streaming: taking A away
+    would leave the primary alone under AT_LEAST_2, so the drain must wait. Era A (no round) changes nothing."""
+    sync = SyncReplication(True, (A, B), (A, B), cohort=(A, B, P), leader=P, durability=Durability(2))
+    said = Leadership(None, P, writable=frozenset({P}), in_recovery=frozenset({A, B}), streaming=frozenset({A}))
+    assert said.silent == frozenset({B})
+    assert sync.durable_without(A) and not sync.without(said.silent).durable_without(A)
+    assert sync.without(said.silent).connected == (A,) and sync.without(Leadership(None, None).silent) == sync
 
 
 def test_for_version_picks_the_adapter() -> None:

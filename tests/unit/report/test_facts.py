@@ -61,6 +61,31 @@ def test_a_synchronous_standby_that_does_not_stream_is_detached_and_needs_attent
     assert f"pod {report.pods[2].name}: {verdict.DETACHED}" in verdict.attention(report)
 
 
+def test_a_listed_standby_whose_own_receiver_does_not_stream_is_detached_though_the_primary_lists_it() -> None:
+    """v0.1.0's primary reports every pg_stat_replication row as a connected follower, so a standby whose
+    WAL receiver reconnects and fails each time still shows there for a moment (CI, 2026-11-28: listed,
+    `async`, never streaming). Its own Status says its receiver is not streaming: detached, and the
+    durability policy (2 of the cohort) rests on the primary and the one standby that streams."""
+    found = f.answers(3, 0, {0: "0/5000000", 1: "0/5000000", 2: "0/4000000"}, standbys=(1, 2), connected=(1, 2))
+    assert found.survey is not None
+    pods = [f.pod(i, "PRIMARY" if i == 0 else "REPLICA") for i in range(3)]
+    said = dict(enumerate(found.survey.poolers))
+    for streams in (True, None):  # streaming, or not said (era A, no database connection): the row counts
+        found.survey = replace(found.survey, poolers=(said[0], replace(said[1], streaming=True),
+                                                      replace(said[2], streaming=streams)))
+        report = f.build(f.shard(), pods, found)
+        assert [p.sync for p in report.pods] == [Sync.PRIMARY, Sync.SYNC, Sync.SYNC]
+    found.survey = replace(found.survey, poolers=(said[0], replace(said[1], streaming=True),
+                                                  replace(said[2], streaming=False)))
+    report = f.build(f.shard(), pods, found)
+    assert [p.sync for p in report.pods] == [Sync.PRIMARY, Sync.SYNC, Sync.DETACHED]
+    assert f"pod {report.pods[2].name}: {verdict.DETACHED}" in verdict.attention(report)
+    assert report.replication.durable is True
+    found.survey = replace(found.survey, poolers=(said[0], replace(said[1], streaming=False),
+                                                  replace(said[2], streaming=False)))
+    assert f.build(f.shard(), pods, found).replication.durable is False
+
+
 def test_a_primary_no_pod_carries_is_named_by_its_registered_hostname() -> None:
     """A pod whose pooler flags are gone (or another shard's) still maps through the record's hostname."""
     stranger = PoolerStatus(PoolerId("zone1", "p-elsewhere"), "10.0.0.9:15270", primary=True, lsn="0/1")

@@ -14,7 +14,7 @@ from multigres_pools.dataplane.etcd import Etcd
 from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
 from multigres_pools.proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
 from multigres_pools.report import plane_ask, plane_facts, shard_facts
-from multigres_pools.report.model import Sync
+from multigres_pools.report.model import Report, Sync
 from tests.helpers import v01_pooler
 from tests.unit.agent.conftest import private_etcd, root  # noqa: F401  (fixtures)
 
@@ -45,15 +45,15 @@ def _shard(endpoint: str, topo_root: str) -> dict:
     return cr
 
 
-def test_a_shard_whose_third_pooler_is_down(private_etcd, root, closed) -> None:  # noqa: F811
-    primary = v01_pooler.answer(A, A, mpd.POSTGRES_STATUS_PRIMARY, lsn="0/5000060", standbys=(B,), connected=(B,),
-                                required=2)
-    standby = v01_pooler.answer(B, A, mpd.POSTGRES_STATUS_STANDBY, replay="0/5000000", receive="0/5000060")
-    servers = [v01_pooler.serve(primary), v01_pooler.serve(standby)]
-    etcd = Etcd(private_etcd.endpoint)
-    for service_id, port in ((A, servers[0][1]), (B, servers[1][1]), (C, closed)):
-        etcd.put(naming.pooler_key(root, "zone1", service_id), _record(service_id, port))
-    cr, pods = _shard(private_etcd.endpoint, root), [f.pod(0, "PRIMARY"), f.pod(1), f.pod(2)]
+def _report(endpoint: str, topo_root: str, answers: list[mpd.StatusResponse], closed: int | None = None) -> Report:
+    """Pods 0..n-1 of the shard, their poolers answering `answers` in turn (and, with `closed`, one more
+    whose record names a port nobody listens on): the report `status` builds from them."""
+    servers = [v01_pooler.serve(answer) for answer in answers]
+    etcd = Etcd(endpoint)
+    ports = [port for _, port in servers] + ([closed] if closed is not None else [])
+    for service_id, port in zip(SERVICE_IDS, ports, strict=False):
+        etcd.put(naming.pooler_key(topo_root, "zone1", service_id), _record(service_id, port))
+    cr, pods = _shard(endpoint, topo_root), [f.pod(0, "PRIMARY"), *(f.pod(i) for i in range(1, len(ports)))]
     try:
         found = plane_ask.ask(cr, pods, lambda host: "127.0.0.1", rpc_timeout=3)
     finally:
@@ -61,6 +61,25 @@ def test_a_shard_whose_third_pooler_is_down(private_etcd, root, closed) -> None:
             server.stop(None)
     report = shard_facts.report(cr, pods, f.NOW)
     plane_facts.merge(report, found, dial_pod_ips=False)
+    return report
+
+
+def test_a_standby_the_primary_lists_whose_receiver_does_not_stream_is_detached(private_etcd, root) -> None:  # noqa: F811
+    """The primary counts B as a connected follower (a walsender row) while B's own Status says its WAL
+    receiver is `starting`: B is detached and the cohort of 2 is not durable."""
+    primary = v01_pooler.answer(A, A, mpd.POSTGRES_STATUS_PRIMARY, lsn="0/5000060", standbys=(B,), connected=(B,),
+                                required=2)
+    standby = v01_pooler.answer(B, A, mpd.POSTGRES_STATUS_STANDBY, replay="0/4000000", receiver="starting")
+    report = _report(private_etcd.endpoint, root, [primary, standby])
+    assert [p.sync for p in report.pods] == [Sync.PRIMARY, Sync.DETACHED]
+    assert report.replication.durable is False
+
+
+def test_a_shard_whose_third_pooler_is_down(private_etcd, root, closed) -> None:  # noqa: F811
+    primary = v01_pooler.answer(A, A, mpd.POSTGRES_STATUS_PRIMARY, lsn="0/5000060", standbys=(B,), connected=(B,),
+                                required=2)
+    standby = v01_pooler.answer(B, A, mpd.POSTGRES_STATUS_STANDBY, replay="0/5000000", receive="0/5000060")
+    report = _report(private_etcd.endpoint, root, [primary, standby], closed)
     assert report.replication.primary == name(0) and report.replication.synchronous == [f"zone1_{B}"]
     assert report.replication.durable is True
     assert [(p.sync, p.lsn, p.lag_bytes) for p in report.pods] == [
