@@ -1,6 +1,6 @@
-"""When a real-node test fails, print what a user would look at first (pods, the shard's status,
-recent events, the tails of multiorch's and the poolers' logs), so a red CI run says why without a
-rerun on the machine that failed."""
+"""When a real-node test fails, print what a user would look at first (the tail of multiorch's log,
+pods, the shard's status, recent events, the tails of the poolers' logs), so a red CI run says why
+without a rerun on the machine that failed."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.playground.realnode.install import kubectl
 
+# multiorch first: what CI keeps of a failure is its start, and multiorch's log says whether (and why)
+# it failed a primary over or repaired a standby; the pods come next.
 _LOOKS = (
+    ("multiorch", ("-n", "{ns}", "logs", "-l", f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_MULTIORCH}",
+                   "--tail=60", "--all-containers", "--prefix")),
     ("pods", ("get", "pods", "-A", "-o", "wide")),
     ("the shard's status", ("-n", "{ns}", "get", "multigresshards", "-o", "jsonpath={.items[*].status}")),
     ("events", ("-n", "{ns}", "get", "events", "--sort-by=.lastTimestamp")),
-    ("multiorch", ("-n", "{ns}", "logs", "-l", f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_MULTIORCH}",
-                   "--tail=60", "--all-containers", "--prefix")),
     ("multipoolers", ("-n", "{ns}", "logs", "-l", f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_POOL}",
                       "-c", "multipooler", "--tail=25", "--prefix", "--max-log-requests=10")),
     ("the agent", ("-n", keys.INSTALL_NAMESPACE, "logs", f"deployment/{keys.AGENT_COMPONENT}", "--tail=40")),
