@@ -423,6 +423,9 @@ class CellDeployment(SpecModel):
     pod_labels: dict[LabelKey, LabelValue] = Field({}, max_length=32, description="Extra pod labels.")
 
 
+MAX_FAILOVER_JITTER_S = 60  # multiorch v0.1.0's maxAllowedJitter (recovery_grace_period.go)
+
+
 class MultiOrch(CellDeployment):
     __rules__: ClassVar = (
         *CellDeployment.__rules__,
@@ -432,10 +435,12 @@ class MultiOrch(CellDeployment):
         Rule(
             name="failover-jitter-at-most-a-minute",
             cel="!has(self.failoverGracePeriodMaxJitter) "
-                "|| duration(self.failoverGracePeriodMaxJitter) <= duration('1m')",
-            message="failoverGracePeriodMaxJitter must be at most 1m (multiorch v0.1.0 cuts anything longer to 1m)",
+                f"|| duration(self.failoverGracePeriodMaxJitter) <= duration('{MAX_FAILOVER_JITTER_S}s')",
+            message=f"failoverGracePeriodMaxJitter must be at most {MAX_FAILOVER_JITTER_S}s (multiorch v0.1.0 cuts "
+                    "anything longer to that)",
             check=lambda m: (wire_value(m, "failoverGracePeriodMaxJitter") is None
-                             or go_duration_seconds(wire_value(m, "failoverGracePeriodMaxJitter")) <= 60),
+                             or go_duration_seconds(wire_value(m, "failoverGracePeriodMaxJitter"))
+                             <= MAX_FAILOVER_JITTER_S),
             field_path=".failoverGracePeriodMaxJitter",
         ),
     )
