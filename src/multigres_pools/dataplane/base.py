@@ -144,10 +144,6 @@ class PoolerStatus:
     error: str = ""
     # Seconds the pooler has been starting a PostgreSQL whose process is not running (0: it is not).
     starting_dead_s: float = 0.0
-    # A standby's own word on its WAL receiver: streaming or not; None when it did not say (a primary,
-    # era A, no database connection). The primary lists every walsender, even one whose receiver
-    # reconnects and fails each time, so only this tells a standby that really streams.
-    streaming: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -169,10 +169,8 @@ def pooler_status(ident: PoolerId, address: str, answer: mpd.StatusResponse | Da
     if status.postgres_status == mpd.POSTGRES_STATUS_PRIMARY:
         return PoolerStatus(ident, address, primary=True, lsn=status.primary_status.lsn or status.wal_position)
     repl = status.replication_status
-    streaming = repl.wal_receiver_status == WAL_RECEIVER_STREAMING if status.HasField("replication_status") else None
     return PoolerStatus(ident, address, lsn=repl.last_replay_lsn or status.wal_position,
-                        received_lsn=repl.last_receive_lsn, starting_dead_s=starting_dead_s(status),
-                        streaming=streaming)
+                        received_lsn=repl.last_receive_lsn, starting_dead_s=starting_dead_s(status))
 
 
 def starting_dead_s(status: mpd.Status) -> float:

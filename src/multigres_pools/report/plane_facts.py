@@ -73,7 +73,7 @@ def _stuck_start(pod: str, seconds: float) -> str:
 def _replication(report: Report, answers: Answers) -> None:
     leadership = answers.survey.leadership if answers.survey else None
     leader = leadership.confirmed if leadership else None
-    if leader is None:
+    if leadership is None or leader is None:
         named = leadership.named if leadership else None
         report.replication = Replication(named_leader=report.pod_of(_name(named)) if named else "")
         for pod in report.pods:
@@ -82,18 +82,16 @@ def _replication(report: Report, answers: Answers) -> None:
     primary = report.pod_of(_name(leader.id))
     if primary == _name(leader.id):  # no pod carries that pooler's identity: the registered hostname does
         primary = leader.hostname.split(".")[0] or primary
-    sync = answers.sync
     # A walsender row is not streaming: a standby that says its own receiver is not does not count.
-    silent = {s.id for s in answers.survey.poolers if s.streaming is False} if answers.survey else set()
-    live = {p for p in sync.connected if p not in silent} if sync else set()
+    sync = answers.sync.without(leadership.silent) if answers.sync else None
     report.replication = Replication(
         primary=primary,
         synchronous=sorted(map(_name, sync.standbys)) if sync else [],
         cohort=sorted(map(_name, sync.cohort)) if sync else [],
         durability=sync.durability if sync else None,
-        durable=sync.durability.satisfied_by(m for m in sync.cohort if m == sync.leader or m in live)
+        durable=sync.durability.satisfied_by(m for m in sync.cohort if m == sync.leader or m in sync.connected)
         if sync and sync.durability else None)
-    connected = {_name(p) for p in live}
+    connected = {_name(p) for p in sync.connected} if sync else set()
     for pod in report.pods:
         if pod.name == primary:
             pod.sync = Sync.PRIMARY

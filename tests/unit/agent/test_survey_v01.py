@@ -49,7 +49,7 @@ def test_one_status_round_names_the_leader_positions_and_the_address_that_failed
     assert got["p-a"] == PoolerStatus(PoolerId("zone1", "p-a"), f"127.0.0.1:{servers[0][1]}", primary=True,
                                       lsn="0/5000060")
     assert got["p-b"] == PoolerStatus(PoolerId("zone1", "p-b"), f"127.0.0.1:{servers[1][1]}", lsn="0/5000000",
-                                      received_lsn="0/5000060", streaming=True)
+                                      received_lsn="0/5000060")
     assert got["p-c"].address == f"127.0.0.1:{dead}" and got["p-c"].error.startswith("UNAVAILABLE")
 
 
@@ -57,7 +57,7 @@ def test_a_status_without_a_position_field_falls_back_to_the_wal_position() -> N
     ident = PoolerId("zone1", "p-a")
     standby = mpd.StatusResponse(status=mpd.Status(postgres_status=mpd.POSTGRES_STATUS_STANDBY,
                                                    wal_position="0/3000000"))
-    assert pooler_status(ident, "h:1", standby) == PoolerStatus(ident, "h:1", lsn="0/3000000")  # streaming unsaid
+    assert pooler_status(ident, "h:1", standby) == PoolerStatus(ident, "h:1", lsn="0/3000000")
     primary = mpd.StatusResponse(status=mpd.Status(postgres_status=PRIMARY, wal_position="0/4000000"))
     assert pooler_status(ident, "h:1", primary) == PoolerStatus(ident, "h:1", primary=True, lsn="0/4000000")
     failed = DataPlaneError(RefusalReason.POOLER_UNREACHABLE, "DEADLINE_EXCEEDED: ")

@@ -69,21 +69,21 @@ def test_a_listed_standby_whose_own_receiver_does_not_stream_is_detached_though_
     found = f.answers(3, 0, {0: "0/5000000", 1: "0/5000000", 2: "0/4000000"}, standbys=(1, 2), connected=(1, 2))
     assert found.survey is not None
     pods = [f.pod(i, "PRIMARY" if i == 0 else "REPLICA") for i in range(3)]
-    said = dict(enumerate(found.survey.poolers))
-    for streams in (True, None):  # streaming, or not said (era A, no database connection): the row counts
-        found.survey = replace(found.survey, poolers=(said[0], replace(said[1], streaming=True),
-                                                      replace(said[2], streaming=streams)))
-        report = f.build(f.shard(), pods, found)
-        assert [p.sync for p in report.pods] == [Sync.PRIMARY, Sync.SYNC, Sync.SYNC]
-    found.survey = replace(found.survey, poolers=(said[0], replace(said[1], streaming=True),
-                                                  replace(said[2], streaming=False)))
-    report = f.build(f.shard(), pods, found)
+    standbys = frozenset({f.pooler(1).id, f.pooler(2).id})
+
+    def said(streaming: frozenset[PoolerId], in_recovery: frozenset[PoolerId] = standbys) -> Answers:
+        assert found.survey is not None
+        leadership = replace(found.survey.leadership, in_recovery=in_recovery, streaming=streaming)
+        return replace(found, survey=replace(found.survey, leadership=leadership))
+
+    # Both stream, or the standbys said nothing of themselves (era A, no answer): the rows count.
+    for answered in (said(standbys), said(frozenset(), frozenset())):
+        assert [p.sync for p in f.build(f.shard(), pods, answered).pods] == [Sync.PRIMARY, Sync.SYNC, Sync.SYNC]
+    report = f.build(f.shard(), pods, said(frozenset({f.pooler(1).id})))
     assert [p.sync for p in report.pods] == [Sync.PRIMARY, Sync.SYNC, Sync.DETACHED]
     assert f"pod {report.pods[2].name}: {verdict.DETACHED}" in verdict.attention(report)
     assert report.replication.durable is True
-    found.survey = replace(found.survey, poolers=(said[0], replace(said[1], streaming=False),
-                                                  replace(said[2], streaming=False)))
-    assert f.build(f.shard(), pods, found).replication.durable is False
+    assert f.build(f.shard(), pods, said(frozenset())).replication.durable is False
 
 
 def test_a_primary_no_pod_carries_is_named_by_its_registered_hostname() -> None:
