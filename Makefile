@@ -4,6 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# This workplace's machines set PYTHONDONTWRITEBYTECODE=1: every Python process would then compile
+# our sources again and pytest rewrite every test module again (make unit: about 80 s instead of 71-76).
+# The byte-code caches are git-ignored and kept out of the collection and the images.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup demo demo-double images test soak soak-matrix lint ansible-lint sanity typecheck unit fuzz bench clean
 
