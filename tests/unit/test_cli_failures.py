@@ -4,7 +4,8 @@ refuses, a host that does not resolve, a certificate the kubeconfig's CA did not
 kubeconfig, a context that does not exist, bad arguments, unwritable folders, and Ctrl-C.
 
 `localstack up` is only driven through argument and --workdir errors: anything further builds
-toolchains and starts a stack."""
+toolchains and starts a stack. Commands run in this process (`tests/helpers/cli.py`, the console
+script's own `main`) unless the test needs a process: a signal, or a daemon's logging and lease."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from multigres_pools.playground import pki
+from tests.helpers.cli import run as run_cli
 from tests.helpers.collection import REPO
 
 CLI = [sys.executable, "-m", "multigres_pools.cli"]
@@ -96,7 +98,14 @@ def _clean(out: str, err: str) -> None:
     assert "internal error" not in err, err  # the safety net must not be what answers a known failure
 
 
-def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """In this process (`tests/helpers/cli.py`); the daemons and Ctrl-C get a process of their own."""
+    done = run_cli(*args)
+    _clean(done.stdout, done.stderr)
+    return done
+
+
+def run_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
     _clean(done.stdout, done.stderr)
     return done
@@ -231,13 +240,13 @@ def test_localstack_workdir_and_argument_errors(args, code, says) -> None:
 # --- agent and operator -----------------------------------------------------------------------------------
 def test_agent_names_a_missing_kubeconfig_or_context(configs) -> None:
     for config, says in (("missing", "does not exist"), ("no-context", "has no context named 'gone'")):
-        done = run("agent", "--kubeconfig", str(configs[config]), "--http", f"127.0.0.1:{_free_port()}")
+        done = run_process("agent", "--kubeconfig", str(configs[config]), "--http", f"127.0.0.1:{_free_port()}")
         assert done.returncode == 2 and "cannot load the kubeconfig" in done.stderr and says in done.stderr
 
 
 def test_operator_names_a_missing_kubeconfig_or_context(configs, tmp_path) -> None:
     for config, says in (("missing", "does not exist"), ("no-context", "has no context named 'gone'")):
-        done = run("operator", "-n", "db", "--kubeconfig", str(configs[config]), "--log-format", "text",
+        done = run_process("operator", "-n", "db", "--kubeconfig", str(configs[config]), "--log-format", "text",
                    "--artifacts-dir", str(tmp_path), "--health-addr", f"127.0.0.1:{_free_port()}")
         assert done.returncode == 2 and f"cannot load the kubeconfig: kubeconfig {configs[config]}" in done.stderr
         assert says in done.stderr
@@ -251,7 +260,7 @@ def test_operator_names_a_missing_kubeconfig_or_context(configs, tmp_path) -> No
 ])
 def test_daemon_bad_arguments_are_usage_errors(args, says, tmp_path) -> None:
     extra = ["--artifacts-dir", str(tmp_path), "--log-format", "text"] if "--log-format" not in args else []
-    done = run(*args, *(extra if args[0] == "operator" else []))
+    done = run_process(*args, *(extra if args[0] == "operator" else []))
     assert done.returncode == 2 and says in done.stderr.strip().splitlines()[-1], done.stderr
 
 

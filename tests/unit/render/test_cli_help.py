@@ -13,21 +13,22 @@ import pytest
 
 from multigres_pools import completion
 from multigres_pools.version import version
+from tests.helpers.cli import run as run_cli
 
 COMMANDS = ["render", "install-bundle", "completion", "agent", "operator", "localstack", "localstack up",
             "localstack down", "status", "switchover"]
 
 
 def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "multigres_pools.cli", *args], capture_output=True, text=True,
-                          timeout=120)
+    done = run_cli(*args)  # in this process; the version test below starts the program itself
     if check:
         assert done.returncode == 0, done.stderr
     return done
 
 
 def test_version_prints_the_installed_package_version():
-    out = _cli("--version").stdout.strip()
+    out = subprocess.run([sys.executable, "-m", "multigres_pools.cli", "--version"], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.strip()
     assert out == f"multigres-pools {version()}"
     assert version() != "0+unknown"  # the test venv installs the package
 
