@@ -164,7 +164,9 @@ def cr_database(cr: Manifest, cells: tuple[str, ...]) -> DatabaseRegistration:
         s3_region=s3.get("region") or "",
         s3_endpoint=s3.get("endpoint") or "",
         s3_key_prefix=s3.get("keyPrefix") or "",
-        s3_use_env_credentials=bool(s3.get("useEnvCredentials")),
+        # The pods get the credentials Secret as AWS_* variables; without this v0.1.0 would ask
+        # pgBackRest for instance-metadata credentials ("auto") and never read them.
+        s3_use_env_credentials=bool(s3.get("useEnvCredentials") or s3.get("credentialsSecret")),
     )
 
 

@@ -43,7 +43,16 @@ def test_cr_registration() -> None:
     assert topo.cells == ("z1", "z2") and topo.global_root == "/multigres/global" and topo.shard == "0-inf"
     db = podinfo.cr_database(cr, topo.cells)
     assert db.backup_kind is BackupLocationKind.S3 and db.s3_key_prefix == "k"
+    assert not db.s3_use_env_credentials  # no Secret, no flag: the instance's (or IRSA's) credentials
     assert podinfo.cr_backup_threshold_s(cr) == 5400
+
+
+def test_a_credentials_secret_means_credentials_from_the_environment() -> None:
+    """The pods carry the Secret as AWS_* variables, so the topology must tell v0.1.0 to read them."""
+    for s3, expected in (({"credentialsSecret": "aws"}, True), ({"useEnvCredentials": True}, True),
+                         ({"serviceAccountName": "irsa"}, False)):
+        cr = {"spec": {"backup": {"type": "s3", "s3": {"bucket": "b", "region": "r", **s3}}}}
+        assert podinfo.cr_database(cr, ("z1",)).s3_use_env_credentials is expected, s3
 
 
 def test_one_topology_whatever_the_spelling() -> None:
