@@ -101,6 +101,12 @@ if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
   .venv/bin/python -m multigres_pools.playground.argocd --ensure
 fi
 
+# versitygw (playground/s3server_bin), the S3 endpoint of the S3 repository tests; once per machine,
+# about 1-3 minutes cold.
+if [ -z "${SKIP_TEST_BINARIES:-}" ]; then
+  .venv/bin/python -m multigres_pools.playground.s3server --ensure
+fi
+
 # Multigres v0.1.0, PostgreSQL 17, pgBackRest, an unprivileged user and a UTF-8 locale for the
 # playground (docs/dependencies.md); once per machine. SKIP_MULTIGRES=1 skips only this step.
 if [ -z "${SKIP_TEST_BINARIES:-}" ] && [ -z "${SKIP_MULTIGRES:-}" ]; then

@@ -55,6 +55,15 @@ POSTGRES_TOOLS = (
 )
 
 PGBACKREST_DEB_VERSION = "2.60.0-1"
+# Bumped whenever what is done to the downloaded binary changes, so that a cached copy is redone.
+PGBACKREST_RECIPE = "2"
+# libxml2 prints "Warning: program compiled against libxml 215 using older 209" on stderr when the
+# re-linked binary first parses XML (every S3 repository), and v0.1.0 parses `pgbackrest info`'s
+# combined output as JSON: this library replaces only that version check, ahead of libxml2.
+XMLCHECK_LIB = "libmgp-xmlcheck.so"
+XMLCHECK_SOURCE = ("void xmlInitParser(void);\n"
+                   "void xmlCheckVersion(int version) { (void)version; xmlInitParser(); }\n")
+SYSTEM_LIBXML2 = "/usr/lib/x86_64-linux-gnu/libxml2.so.2"
 PGBACKREST_MIN = (2, 57)
 DEBIAN_SID = "http://deb.debian.org/debian"
 DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -67,6 +76,7 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Debian packages by the command or library they provide; installed only when missing.
 APT_TOOLS = {
     "patchelf": "patchelf",      # re-links sid's pgbackrest against bookworm's libxml2
+    "gcc": "gcc",                # builds the libxml2 version-check stand-in beside it
     "localedef": "locales",
     "setfacl": "acl",            # lets the unprivileged user traverse root's 0700 home
     "useradd": "passwd",
@@ -157,7 +167,7 @@ def postgres_dir() -> Path:
 
 
 def pgbackrest_dir() -> Path:
-    return cache_root() / f"pgbackrest-{PGBACKREST_DEB_VERSION}"
+    return cache_root() / f"pgbackrest-{PGBACKREST_DEB_VERSION}-r{PGBACKREST_RECIPE}"
 
 
 def locale_dir() -> Path:
@@ -393,6 +403,18 @@ def _sid_apt_options(state: Path) -> list[str]:
     ]
 
 
+def _add_xmlcheck(binary: Path) -> None:
+    """Build XMLCHECK_LIB beside the re-linked binary and load it first (see XMLCHECK_SOURCE)."""
+    lib_dir = binary.parent.parent / "lib"
+    lib_dir.mkdir(parents=True, exist_ok=True)
+    source = lib_dir / "xmlcheck.c"
+    source.write_text(XMLCHECK_SOURCE)
+    _run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(lib_dir / XMLCHECK_LIB), str(source), SYSTEM_LIBXML2],
+         "gcc (libxml2 version-check stand-in)")
+    _run(["patchelf", "--add-needed", XMLCHECK_LIB, str(binary)], "patchelf --add-needed")
+    _run(["patchelf", "--set-rpath", "$ORIGIN/../lib", str(binary)], "patchelf --set-rpath")
+
+
 def _ensure_pgbackrest(progress: Progress) -> Path:
     target = pgbackrest_dir()
     binary = _pgbackrest_bin()
@@ -423,6 +445,7 @@ def _ensure_pgbackrest(progress: Progress) -> Path:
     needed = _run(["patchelf", "--print-needed", str(binary)], "patchelf --print-needed").split()
     if "libxml2.so.16" in needed:
         _run(["patchelf", "--replace-needed", "libxml2.so.16", "libxml2.so.2", str(binary)], "patchelf")
+        _add_xmlcheck(binary)
     unresolved = [line for line in _run(["ldd", str(binary)], "ldd pgbackrest").splitlines() if "not found" in line]
     if unresolved:
         raise ToolchainError(f"pgbackrest: unresolved libraries: {unresolved}")

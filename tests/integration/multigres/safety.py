@@ -9,6 +9,7 @@ import contextlib
 import copy
 import itertools
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.kube.client import resource_path
 from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
@@ -113,6 +115,40 @@ def watched_stack(workdir: Path, shard: dict[str, Any] | Callable[[MultigresStac
         if watched is not None:
             watched.stop()
         stack.stop()
+
+
+def lose_every_pool_pod_and_volume(watched: Watched, replicas: int,
+                                   meanwhile: Callable[[], None] | None = None) -> float:
+    """Total loss: every pool pod (deleted with no grace, as a lost node) and every data PVC, its
+    volume's data too; the backup repository stays. The operator is stopped meanwhile so that it
+    recreates nothing from a half-deleted state; the agent runs on (it unregisters each deleted pod's
+    pooler). `meanwhile` runs once everything is gone, before the operator starts again. Returns when
+    (monotonic) the last pod and claim were gone."""
+    stack = watched.stack
+    assert stack.operator is not None and stack.kubelet is not None
+    stack.operator.kill()
+    kube = stack.kube()
+    try:
+        every = [facts.name(c) for c in kube.list("v1", "PersistentVolumeClaim", stack.namespace)]
+        claims = [c for c in every if c.startswith("data-")]
+        assert len(claims) == replicas, claims
+        for claim in claims:
+            kube.delete("v1", "PersistentVolumeClaim", stack.namespace, claim)
+        for pod in stack.pods():
+            kube.request("delete", "DELETE", resource_path("v1", "Pod", stack.namespace, facts.name(pod)),
+                         body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+        wait_for(lambda: not stack.pods(), 120, "every pool pod to go", interval=0.5)
+        wait_for(lambda: not [c for c in kube.list("v1", "PersistentVolumeClaim", stack.namespace)
+                              if facts.name(c) in claims], 120, "every data PVC to go", interval=0.5)
+        gone = time.monotonic()
+    finally:
+        kube.close()
+    for claim in claims:  # the process kubelet keeps a claim's directory; a lost volume does not
+        shutil.rmtree(stack.kubelet.pvc_path(stack.namespace, claim))
+    if meanwhile is not None:
+        meanwhile()
+    stack.operator.start()
+    return gone
 
 
 # --- changing the shard -----------------------------------------------------------------------------

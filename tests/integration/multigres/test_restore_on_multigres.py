@@ -21,7 +21,6 @@ from typing import Any
 import psycopg
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
-from ansible_collections.multigres.pools.plugins.module_utils.kube.client import resource_path
 from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts
 
 from multigres_pools.playground.localstack import wait_for
@@ -33,6 +32,7 @@ from .safety import (
     STACK_TIMEOUT,
     Watched,
     finished_backup,
+    lose_every_pool_pod_and_volume,
     note,
     request_backup,
     restore_drill,
@@ -121,38 +121,15 @@ def _archiver(watched: Watched) -> dict[str, Any]:
 
 
 def _lose_everything(watched: Watched, repository_aside: Path | None = None) -> float:
-    """Every pool pod (deleted with no grace, as a lost node) and every data PVC, its volume's data
-    too; the backup PVC stays. The operator is stopped meanwhile so that it recreates nothing from a
-    half-deleted state; the agent runs on (it unregisters each deleted pod's pooler). With
-    `repository_aside`, the backup PVC's content is moved there (the claim stays, empty: a wrong or
-    emptied repository). Returns when (monotonic) the last pod and claim were gone."""
-    stack = watched.stack
-    assert stack.operator is not None and stack.kubelet is not None
-    stack.operator.kill()
-    kube = stack.kube()
-    try:
-        every = [facts.name(c) for c in kube.list("v1", "PersistentVolumeClaim", stack.namespace)]
-        claims = [c for c in every if c.startswith("data-")]
-        assert len(claims) == REPLICAS, claims
-        for claim in claims:
-            kube.delete("v1", "PersistentVolumeClaim", stack.namespace, claim)
-        for pod in stack.pods():
-            kube.request("delete", "DELETE", resource_path("v1", "Pod", stack.namespace, facts.name(pod)),
-                         body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
-        wait_for(lambda: not stack.pods(), 120, "every pool pod to go", interval=0.5)
-        wait_for(lambda: not [c for c in kube.list("v1", "PersistentVolumeClaim", stack.namespace)
-                              if facts.name(c) in claims], 120, "every data PVC to go", interval=0.5)
-        gone = time.monotonic()
-    finally:
-        kube.close()
-    for claim in claims:  # the process kubelet keeps a claim's directory; a lost volume does not
-        shutil.rmtree(stack.kubelet.pvc_path(stack.namespace, claim))
-    if repository_aside is not None:
+    """lose_every_pool_pod_and_volume; with `repository_aside`, the backup PVC's content is moved
+    there as well (the claim stays, empty: a wrong or emptied repository)."""
+    def empty_repository() -> None:
+        assert repository_aside is not None
         repository_aside.mkdir()
         for entry in _repository(watched).iterdir():
             shutil.move(entry, repository_aside / entry.name)
-    stack.operator.start()
-    return gone
+
+    return lose_every_pool_pod_and_volume(watched, REPLICAS, empty_repository if repository_aside else None)
 
 
 def _claims(watched: Watched, prefix: str) -> list[str]:

@@ -71,6 +71,7 @@ def test_setup_runs_the_toolchain_ensure_step_whose_cli_is_real(tmp_path: Path) 
                      "-m multigres_pools.playground.ansible_operator --ensure",
                      "-m multigres_pools.playground.flux --ensure",
                      "-m multigres_pools.playground.argocd --ensure",
+                     "-m multigres_pools.playground.s3server --ensure",
                      "-m multigres_pools.playground.toolchain --ensure"]
     # The recorded invocations are the real CLIs: the same modules answer --help.
     for call in calls[1:]:
@@ -84,7 +85,8 @@ def test_setup_runs_the_toolchain_ensure_step_whose_cli_is_real(tmp_path: Path) 
                                "-m multigres_pools.playground.node_binaries --ensure",
                                "-m multigres_pools.playground.ansible_operator --ensure",
                                "-m multigres_pools.playground.flux --ensure",
-                               "-m multigres_pools.playground.argocd --ensure"]),
+                               "-m multigres_pools.playground.argocd --ensure",
+                               "-m multigres_pools.playground.s3server --ensure"]),
     ({"SKIP_TEST_BINARIES": "1"}, []),
 ])
 def test_setup_skips(tmp_path: Path, env: dict[str, str], expected: list[str]) -> None:

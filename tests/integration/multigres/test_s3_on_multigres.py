@@ -1,0 +1,152 @@
+"""An S3 backup repository on real Multigres v0.1.0 and pgBackRest (issue #25), against versitygw on
+this machine (playground/s3server.py): a new shard bootstraps into the bucket (stanza, first backup,
+WAL archive under `<keyPrefix>/multigres`), a requested backup lands there and the agent's health
+check sees it, and after total loss (every pool pod and data volume gone, the bucket kept) the shard
+comes back from S3 with every row acknowledged before that backup.
+
+The credentials reach pgBackRest through `credentialsSecret` alone (no `useEnvCredentials`): the
+agent registers the repository with environment credentials whenever the Secret is named."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+
+from multigres_pools.playground.localstack import wait_for
+from multigres_pools.playground.multigres_stack import MultigresStack
+from multigres_pools.playground.s3server import REGION, S3Server
+from multigres_pools.playground.writeload import TABLE
+
+from .safety import (
+    SHARD,
+    STACK_TIMEOUT,
+    Watched,
+    finished_backup,
+    lose_every_pool_pod_and_volume,
+    note,
+    request_backup,
+    shard_cr,
+    watched_stack,
+)
+
+pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
+
+REPLICAS = 2
+BUCKET = "backups"
+KEY_PREFIX = "play/orders"  # a prefix of the shard's own: v0.1.0 keeps one stanza per prefix
+REPOSITORY = f"{KEY_PREFIX}/multigres"  # v0.1.0's repo1-path under the bucket
+CREDENTIALS = "s3-credentials"
+NEVER = "0 0 1 1 *"
+FIELD_MANAGER = "s3-test"
+RESTORED = "MonitorPostgres: successfully restored from backup"
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[tuple[Watched, S3Server]]:
+    workdir = tmp_path_factory.mktemp("s3")
+    servers: list[S3Server] = []
+
+    def shard(stack: MultigresStack) -> dict[str, Any]:
+        server = S3Server(workdir / "server", host=stack.host_ip, buckets=(BUCKET,))
+        servers.append(server)
+        server.start()
+        kube = stack.kube()
+        try:
+            kube.apply({"apiVersion": "v1", "kind": "Secret",
+                        "metadata": {"name": CREDENTIALS, "namespace": stack.namespace},
+                        "stringData": {"AWS_ACCESS_KEY_ID": server.access_key,
+                                       "AWS_SECRET_ACCESS_KEY": server.secret_key}}, FIELD_MANAGER, force=True)
+        finally:
+            kube.close()
+        doc: dict[str, Any] = stack.sample_shard(replicas=REPLICAS, name=SHARD)
+        doc["spec"]["backup"] = {
+            "type": "s3", "schedules": {"full": NEVER, "differential": NEVER},
+            "s3": {"bucket": BUCKET, "region": REGION, "endpoint": server.endpoint, "keyPrefix": KEY_PREFIX,
+                   "credentialsSecret": CREDENTIALS}}
+        return doc
+
+    try:
+        with watched_stack(workdir / "stack", shard, REPLICAS, agent_args=("--backup-interval", "3")) as watched:
+            yield watched, servers[0]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def _backup_labels(server: S3Server) -> set[str]:
+    """The backups the repository holds: the label directories under backup/<stanza>/."""
+    base = f"{REPOSITORY}/backup/multigres/"
+    return {key[len(base):].split("/")[0] for key in server.objects(BUCKET)
+            if key.startswith(base) and key[len(base):].count("/") >= 1 and "backup.history" not in key}
+
+
+def _present(watched: Watched, ids: list[int]) -> set[int]:
+    stack = watched.stack
+    primary = stack.primary_ip(SHARD)
+    assert primary is not None
+    with psycopg.connect(stack.dsn(primary, password=stack.password(SHARD)), connect_timeout=5) as conn:
+        return {i for (i,) in conn.execute(f"SELECT id FROM {TABLE} WHERE id = ANY(%s)", (ids,)).fetchall()}
+
+
+def test_a_new_shard_keeps_its_stanza_wal_and_backups_in_the_bucket(s3: tuple[Watched, S3Server]) -> None:
+    watched, server = s3
+    stack = watched.stack
+    objects = server.objects(BUCKET)
+    note("objects in the bucket after the bootstrap", {"count": len(objects), "first": objects[:8]})
+    assert all(key.startswith(f"{REPOSITORY}/") for key in objects), objects
+    assert f"{REPOSITORY}/backup/multigres/backup.info" in objects
+    assert f"{REPOSITORY}/archive/multigres/archive.info" in objects
+    first = _backup_labels(server)
+    assert len(first) == 1 and next(iter(first)).endswith("F"), first  # v0.1.0's own first (full) backup
+
+    watched.load.wait_for_acks(20, timeout=120)
+    request_backup(stack, "full", FIELD_MANAGER)
+    last: dict[str, Any] = wait_for(lambda: finished_backup(stack, "request"), 240, "the requested backup", interval=1)
+    note("requested backup", last)
+    assert not last.get("error") and last["backupId"] in _backup_labels(server), (last, _backup_labels(server))
+
+    def seen_by_agent() -> bool:
+        health = facts.json_annotation(shard_cr(stack), keys.ANN_BACKUP_HEALTH) or {}
+        return health.get("lastBackupId") == last["backupId"]
+
+    wait_for(seen_by_agent, 60, "the agent's health check to list the backup from S3", interval=1)
+    assert (shard_cr(stack).get("status") or {}).get("lastBackupTime")
+
+
+def test_total_loss_comes_back_from_the_bucket(s3: tuple[Watched, S3Server]) -> None:
+    watched, server = s3
+    stack, load = watched.stack, watched.load
+    load.wait_for_acks(50, timeout=120)
+    before_backup = list(load.acked)
+    previous = ((shard_cr(stack).get("status") or {}).get("backup") or {}).get("last", {}).get("startedAt", "")
+    request_backup(stack, "full", FIELD_MANAGER)
+    backup: dict[str, Any] = wait_for(lambda: finished_backup(stack, "request", previous), 240,
+                                      "the requested backup", interval=1)
+    assert not backup.get("error") and backup["backupId"] in _backup_labels(server), backup
+    load.wait_for_acks(50, timeout=120)
+
+    lost_at = time.monotonic()
+    gone_at = lose_every_pool_pod_and_volume(watched, REPLICAS)
+    stack.wait_serving(SHARD, replicas=REPLICAS, timeout=300)
+    load.wait_for_acks(20, timeout=120)
+    assert stack.kubelet is not None
+    restored = {}
+    for pod in stack.pods():
+        log = stack.kubelet.logs(stack.namespace, facts.name(pod), "multipooler")
+        line = next((line for line in log.splitlines() if RESTORED in line), None)
+        restored[facts.name(pod)] = json.loads(line).get("backup_id") if line else None
+    missing = sorted(set(before_backup) - _present(watched, before_backup))
+    note("total loss with an S3 repository", {
+        "backup": backup["backupId"], "restored by pod": restored,
+        "acknowledged before the backup": len(before_backup), "missing": len(missing),
+        "seconds, loss to serving again": round(time.monotonic() - lost_at, 1),
+        "seconds, everything gone to serving again": round(time.monotonic() - gone_at, 1)})
+    assert set(restored.values()) == {backup["backupId"]}, restored
+    assert not missing, missing[:20]
