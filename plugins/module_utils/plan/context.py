@@ -56,8 +56,8 @@ class Context:
         guard = self.desired.bootstrap
         if guard is None:
             return None
-        return bootstrap.recorded_backup(self.observed.cr, self.observed.find("PersistentVolumeClaim",
-                                                                              guard.backup_pvc))
+        pvc = self.observed.find("PersistentVolumeClaim", guard.backup_pvc) if guard.backup_pvc else None
+        return bootstrap.recorded_backup(self.observed.cr, pvc)
 
     @property
     def owner(self) -> Manifest | None:

@@ -504,6 +504,13 @@ class FilesystemBackup(SpecModel):
     )
 
 
+def s3_env_credentials(use_env_credentials: bool | None, credentials_secret: str | None) -> bool:
+    """Whether v0.1.0 is told to read AWS credentials from the pod environment: the pods carry a
+    credentialsSecret as AWS_* variables, so naming one means it (otherwise pgBackRest would be asked
+    for instance-metadata credentials and never read the Secret)."""
+    return bool(use_env_credentials or credentials_secret)
+
+
 class S3Backup(SpecModel):
     __rules__: ClassVar = (
         Rule(
@@ -534,6 +541,10 @@ class S3Backup(SpecModel):
     service_account_name: ObjectName | None = Field(
         None, description="ServiceAccount for IRSA / workload identity; pool pods run as it.",
     )
+
+    @property
+    def env_credentials(self) -> bool:
+        return s3_env_credentials(self.use_env_credentials, self.credentials_secret)
 
 
 class IssuerRef(SpecModel):
@@ -601,13 +612,6 @@ class Backup(SpecModel):
             check=lambda b: b.verify is None or b.type == "filesystem",
             field_path=".verify",
         ),
-        Rule(
-            name="bootstrap-recovery-needs-filesystem",
-            cel="!has(self.bootstrap) || self.bootstrap != 'recovery' || !has(self.type) || self.type == 'filesystem'",
-            message="bootstrap 'recovery' is checked on a filesystem repository only (type 'filesystem')",
-            check=lambda b: b.bootstrap != keys.Bootstrap.RECOVERY or b.type == "filesystem",
-            field_path=".bootstrap",
-        ),
     )
 
     type: Literal["filesystem", "s3"] = Field("filesystem", description="Where the pgBackRest repository lives.")
@@ -626,7 +630,7 @@ class Backup(SpecModel):
     bootstrap: Literal["auto", "initdb", "recovery"] = Field(
         "auto",
         description="What a pool pod on an empty data directory may do when the repository holds no complete "
-                    "backup (v0.1.0, type filesystem). recovery: nothing, it waits (condition BootstrapRefused) "
+                    "backup (v0.1.0; filesystem or S3). recovery: nothing, it waits (condition BootstrapRefused) "
                     "until the repository holds a backup to restore; initdb: start a new, empty shard (Multigres' "
                     "own behaviour); auto: recovery once the shard recorded a backup (status.backup.last.backupId, "
                     f"status.lastBackupTime, or annotation {keys.ANN_BACKUP_RECORDED} on its backup PVC), "

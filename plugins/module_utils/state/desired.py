@@ -82,12 +82,15 @@ class GeneratedPassword:
 
 @dataclass(frozen=True)
 class BootstrapGuard:
-    """The bootstrap guard of a shard whose pool pods carry the repository check (v0.1.0, filesystem
-    backups; state/bootstrap.py): spec.backup.bootstrap, the backup PVC, and where the pods mount it."""
+    """The bootstrap guard of a shard whose pool pods carry the repository check (v0.1.0;
+    state/bootstrap.py): spec.backup.bootstrap, the repository as pgBackRest options, and, for a
+    filesystem repository, the backup PVC and where the pods mount it."""
 
     mode: str  # keys.Bootstrap
-    backup_pvc: str
-    repository: str
+    repository: str  # the mount path (filesystem), or s3://<bucket>/<repo1-path> for messages
+    options: tuple[str, ...]  # what names the repository to `pgbackrest info` (bootstrap.*_options)
+    backup_pvc: str | None = None  # filesystem only
+    env_credentials: bool = False  # S3: credentials from AWS_* variables (spec.model.s3_env_credentials)
 
 
 @dataclass(frozen=True)

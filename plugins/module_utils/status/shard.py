@@ -87,7 +87,7 @@ def _writable_standby(pods: list[Manifest]) -> Condition:
 def _bootstrap_refused(desired: Desired, observed: Observed, pods: list[Manifest]) -> Condition:
     """BootstrapRefused: pods whose repository check holds PostgreSQL back (state/bootstrap.py)."""
     guard = desired.bootstrap
-    pvc = observed.find("PersistentVolumeClaim", guard.backup_pvc) if guard is not None else None
+    pvc = observed.find("PersistentVolumeClaim", guard.backup_pvc) if guard is not None and guard.backup_pvc else None
     return _typed(bootstrap.condition(guard, bootstrap.recorded_backup(observed.cr, pvc), pods))
 
 

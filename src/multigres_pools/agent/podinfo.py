@@ -15,6 +15,7 @@ from typing import cast
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 from ansible_collections.multigres.pools.plugins.module_utils.spec import topology_address
+from ansible_collections.multigres.pools.plugins.module_utils.spec.model import s3_env_credentials
 from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 from ansible_collections.multigres.pools.plugins.module_utils.state import drain_annotations, facts
 
@@ -164,9 +165,7 @@ def cr_database(cr: Manifest, cells: tuple[str, ...]) -> DatabaseRegistration:
         s3_region=s3.get("region") or "",
         s3_endpoint=s3.get("endpoint") or "",
         s3_key_prefix=s3.get("keyPrefix") or "",
-        # The pods get the credentials Secret as AWS_* variables; without this v0.1.0 would ask
-        # pgBackRest for instance-metadata credentials ("auto") and never read them.
-        s3_use_env_credentials=bool(s3.get("useEnvCredentials") or s3.get("credentialsSecret")),
+        s3_use_env_credentials=s3_env_credentials(s3.get("useEnvCredentials"), s3.get("credentialsSecret")),
     )
 
 

@@ -163,6 +163,21 @@ def shard_cr(stack: MultigresStack, name: str = SHARD) -> dict[str, Any]:
     return cr
 
 
+def shard_condition(watched: Watched, ctype: str) -> dict[str, Any]:
+    """The MultigresShard's condition `ctype` now ({} when it has none)."""
+    return facts.condition(shard_cr(watched.stack), ctype) or {}
+
+
+def shard_events(watched: Watched, reason: str) -> list[dict[str, Any]]:
+    """The events of `reason` about the MultigresShard."""
+    kube = watched.stack.kube()
+    try:
+        found = kube.list("v1", "Event", watched.stack.namespace)
+    finally:
+        kube.close()
+    return [e for e in found if (e.get("involvedObject") or {}).get("name") == SHARD and e.get("reason") == reason]
+
+
 def backup_state(stack: MultigresStack) -> dict[str, Any]:
     """The agent's backup state on the shard (keys.ANN_BACKUP_STATE): `running` while one runs."""
     raw = facts.annotations(shard_cr(stack)).get(keys.ANN_BACKUP_STATE)

@@ -36,7 +36,9 @@ from .safety import (
     note,
     request_backup,
     restore_drill,
+    shard_condition,
     shard_cr,
+    shard_events,
     stop_restore_drills,
     watched_stack,
 )
@@ -221,9 +223,9 @@ def test_a_restore_drill_verifies_the_newest_backup_writes_nothing_and_leaves_no
     assert (last["result"], last["reason"], last["backupId"]) == ("Verified", "Verified", backup["backupId"]), last
     status = _backup_status(watched)
     assert status["lastVerified"] == last["finishedAt"], status
-    verified = _condition(watched, keys.ShardCondition.BACKUP_VERIFIED)
+    verified = shard_condition(watched, keys.ShardCondition.BACKUP_VERIFIED)
     assert verified["status"] == "True" and backup["backupId"] in verified["message"], verified
-    assert _shard_events(watched, "RestoreDrillStarted") and _shard_events(watched, "BackupVerified")
+    assert shard_events(watched, "RestoreDrillStarted") and shard_events(watched, "BackupVerified")
     # Read-only: every file of the repository is as it was; only the primary's archiver added WAL segments
     # meanwhile (archive_timeout), and no drill server promoted (no new timeline history file).
     after = _files(repository)
@@ -235,10 +237,10 @@ def test_a_restore_drill_verifies_the_newest_backup_writes_nothing_and_leaves_no
     failed = restore_drill(stack, {"query": "SELECT * FROM no_such_table"}, last["finishedAt"], FIELD_MANAGER)
     note("restore drill with a failing query", failed)
     assert (failed["result"], failed["reason"]) == ("Failed", "QueryFailed"), failed
-    verified = _condition(watched, keys.ShardCondition.BACKUP_VERIFIED)
+    verified = shard_condition(watched, keys.ShardCondition.BACKUP_VERIFIED)
     assert (verified["status"], verified["reason"]) == ("False", "QueryFailed"), verified
     assert _backup_status(watched)["lastVerified"] == last["finishedAt"]
-    assert _shard_events(watched, "BackupVerificationFailed")
+    assert shard_events(watched, "BackupVerificationFailed")
 
     # A damaged backup is what a drill is for: one byte range of the backup's largest file overwritten
     # (put back afterwards). The drill must fail at the restore and change nothing else.
@@ -296,9 +298,9 @@ def test_total_loss_brings_the_shard_back_from_the_backup_repository(watched: Wa
         return found if found.get("state") == "Restored" else None
 
     restore: dict[str, Any] = wait_for(restored_status, 60, "status.restore to say Restored", interval=1)
-    started = _shard_events(watched, "RestoreStarted")
+    started = shard_events(watched, "RestoreStarted")
     note("status.restore", {**restore, "RestoreStarted events": len(started),
-                            "RestoreCompleted events": len(_shard_events(watched, "RestoreCompleted"))})
+                            "RestoreCompleted events": len(shard_events(watched, "RestoreCompleted"))})
     assert restore["backupId"] == backup["backupId"] and restore.get("walPosition"), restore
     assert set(restore["pods"]) <= set(restored) and started, restore
     # The election after the restore: the WAL position each restored standby reached (its replay end).
@@ -320,20 +322,6 @@ def test_total_loss_brings_the_shard_back_from_the_backup_repository(watched: Wa
                        "recruited at LSN": recruited, "segment archived on purpose": segment})
     assert set(before_backup) <= present, "a row acknowledged before the backup did not come back"
     assert set(before_segment) <= present, f"a row acknowledged before segment {segment} was archived is missing"
-
-
-def _condition(watched: Watched, ctype: str) -> dict[str, Any]:
-    conditions = (shard_cr(watched.stack).get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c.get("type") == ctype), {})
-
-
-def _shard_events(watched: Watched, reason: str) -> list[dict[str, Any]]:
-    kube = watched.stack.kube()
-    try:
-        found = kube.list("v1", "Event", watched.stack.namespace)
-    finally:
-        kube.close()
-    return [e for e in found if (e.get("involvedObject") or {}).get("name") == SHARD and e.get("reason") == reason]
 
 
 def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(watched: Watched) -> None:
@@ -358,7 +346,7 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
     repository = _repository(watched)
 
     def refused() -> dict[str, Any] | None:
-        cond = _condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED)
+        cond = shard_condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED)
         held = cond.get("status") == "True" and all(facts.name(p) in cond.get("message", "") for p in stack.pods())
         return cond if held and len(stack.pods()) == REPLICAS else None
 
@@ -371,7 +359,7 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
     refused_after = time.monotonic() - gone_at
     assert cond["reason"] == bootstrap.REASON_NO_BACKUP, cond
     assert recorded in cond["message"] and "spec.backup.bootstrap: initdb" in cond["message"], cond
-    warnings = _shard_events(watched, keys.ShardCondition.BOOTSTRAP_REFUSED)
+    warnings = shard_events(watched, keys.ShardCondition.BOOTSTRAP_REFUSED)
     assert warnings and warnings[-1]["type"] == "Warning", warnings
     cr = shard_cr(stack)
     assert cr["status"]["phase"] == "Degraded", cr["status"]
@@ -413,11 +401,11 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
     present = _present(watched, archived)
     after = _present(watched, at_loss)
     lost = [i for i in at_loss if i not in after]
-    wait_for(lambda: _condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED).get("status") == "False", 60,
+    wait_for(lambda: shard_condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED).get("status") == "False", 60,
              "BootstrapRefused to clear", interval=1)
     note("repository back", {"serving again after (s)": round(serving, 1), "loss to serving (s)":
                              round(time.monotonic() - lost_at, 1), "acknowledged before the archived segment":
                              len(archived), "back": len(present), "segment": segment,
                              "acknowledged after the switch, before the loss": len(at_loss), "RPO rows": len(lost),
-                             "cleared events": len(_shard_events(watched, "BootstrapAllowed"))})
+                             "cleared events": len(shard_events(watched, "BootstrapAllowed"))})
     assert set(archived) <= present, "a row acknowledged before the archived segment is missing"

@@ -2,7 +2,10 @@
 this machine (playground/s3server.py): a new shard bootstraps into the bucket (stanza, first backup,
 WAL archive under `<keyPrefix>/multigres`), a requested backup lands there and the agent's health
 check sees it, and after total loss (every pool pod and data volume gone, the bucket kept) the shard
-comes back from S3 with every row acknowledged before that backup.
+comes back from S3 with every row acknowledged before that backup. Then the same loss with the
+bucket emptied: the bootstrap guard's repository check, which reads S3 with the pods' own
+credentials, holds every new pod before PostgreSQL can initdb, says so on the MultigresShard, writes
+nothing to the bucket, and lets the shard come back once the objects are.
 
 The credentials reach pgBackRest through `credentialsSecret` alone (no `useEnvCredentials`): the
 agent registers the repository with environment credentials whenever the Secret is named."""
@@ -10,6 +13,7 @@ agent registers the repository with environment credentials whenever the Secret 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,13 +21,14 @@ from typing import Any
 import psycopg
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
-from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts
 
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 from multigres_pools.playground.s3server import REGION, S3Server
 from multigres_pools.playground.writeload import TABLE
 
+from .faultrun import KUBELET_BACKOFF
 from .safety import (
     SHARD,
     STACK_TIMEOUT,
@@ -32,6 +37,7 @@ from .safety import (
     lose_every_pool_pod_and_volume,
     note,
     request_backup,
+    shard_condition,
     shard_cr,
     watched_stack,
 )
@@ -73,7 +79,9 @@ def s3(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[
         return doc
 
     try:
-        with watched_stack(workdir / "stack", shard, REPLICAS, agent_args=("--backup-interval", "3")) as watched:
+        # The kubelet's crash-loop back-off of the fault runs (2-20 s): a held pod's check runs again soon.
+        with watched_stack(workdir / "stack", shard, REPLICAS, agent_args=("--backup-interval", "3"),
+                           kubelet_backoff=KUBELET_BACKOFF) as watched:
             yield watched, servers[0]
     finally:
         for server in servers:
@@ -120,25 +128,36 @@ def test_a_new_shard_keeps_its_stanza_wal_and_backups_in_the_bucket(s3: tuple[Wa
     assert (shard_cr(stack).get("status") or {}).get("lastBackupTime")
 
 
-def test_total_loss_comes_back_from_the_bucket(s3: tuple[Watched, S3Server]) -> None:
-    watched, server = s3
-    stack, load = watched.stack, watched.load
-    load.wait_for_acks(50, timeout=120)
-    before_backup = list(load.acked)
+def _take_backup(watched: Watched, server: S3Server) -> tuple[list[int], dict[str, Any]]:
+    """The rows acknowledged so far (those the primary holds), and a full backup taken after them."""
+    stack = watched.stack
+    watched.load.wait_for_acks(50, timeout=120)
+    acked = list(watched.load.acked)
+    rows = sorted(_present(watched, acked))
     previous = ((shard_cr(stack).get("status") or {}).get("backup") or {}).get("last", {}).get("startedAt", "")
     request_backup(stack, "full", FIELD_MANAGER)
     backup: dict[str, Any] = wait_for(lambda: finished_backup(stack, "request", previous), 240,
                                       "the requested backup", interval=1)
     assert not backup.get("error") and backup["backupId"] in _backup_labels(server), backup
-    load.wait_for_acks(50, timeout=120)
+    watched.load.wait_for_acks(50, timeout=120)
+    return rows, backup
+
+
+def test_total_loss_comes_back_from_the_bucket(s3: tuple[Watched, S3Server]) -> None:
+    watched, server = s3
+    stack = watched.stack
+    before_backup, backup = _take_backup(watched, server)
 
     lost_at = time.monotonic()
     gone_at = lose_every_pool_pod_and_volume(watched, REPLICAS)
     stack.wait_serving(SHARD, replicas=REPLICAS, timeout=300)
-    load.wait_for_acks(20, timeout=120)
+    watched.load.wait_for_acks(20, timeout=120)
     assert stack.kubelet is not None
     restored = {}
     for pod in stack.pods():
+        # The bootstrap guard read the bucket first (the shard recorded backups) and let the restore start.
+        check = stack.kubelet.logs(stack.namespace, facts.name(pod), keys.REPOSITORY_CHECK_CONTAINER)
+        assert "the repository holds a backup to restore" in check, check
         log = stack.kubelet.logs(stack.namespace, facts.name(pod), "multipooler")
         line = next((line for line in log.splitlines() if RESTORED in line), None)
         restored[facts.name(pod)] = json.loads(line).get("backup_id") if line else None
@@ -149,4 +168,46 @@ def test_total_loss_comes_back_from_the_bucket(s3: tuple[Watched, S3Server]) -> 
         "seconds, loss to serving again": round(time.monotonic() - lost_at, 1),
         "seconds, everything gone to serving again": round(time.monotonic() - gone_at, 1)})
     assert set(restored.values()) == {backup["backupId"]}, restored
+    assert not missing, missing[:20]
+
+
+def test_total_loss_with_the_bucket_emptied_is_held_until_the_objects_are_back(s3: tuple[Watched, S3Server]) -> None:
+    watched, server = s3
+    stack = watched.stack
+    before_backup, backup = _take_backup(watched, server)
+    assert bootstrap.recorded_backup(shard_cr(stack), None), "no recorded backup: the guard would let it initdb"
+    prefix = server.root / BUCKET / KEY_PREFIX.split("/")[0]
+    aside = server.workdir / "aside"
+
+    def empty_the_bucket() -> None:
+        shutil.move(prefix, aside)
+
+    lose_every_pool_pod_and_volume(watched, REPLICAS, empty_the_bucket)
+
+    def refused() -> dict[str, Any] | None:
+        cond = shard_condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED)
+        pods = stack.pods()
+        held = cond.get("status") == "True" and all(facts.name(p) in cond.get("message", "") for p in pods)
+        return cond if held and len(pods) == REPLICAS else None
+
+    cond: dict[str, Any] = wait_for(refused, 240, "BootstrapRefused naming every pool pod", interval=1)
+    note("emptied bucket refused", {"reason": cond["reason"], "message": cond["message"][:400]})
+    assert cond["reason"] == bootstrap.REASON_NO_BACKUP, cond
+    assert f"s3://{BUCKET}/{REPOSITORY}" in cond["message"], cond
+    # Held: nothing started and nothing was written to the bucket.
+    assert server.objects(BUCKET) == [], server.objects(BUCKET)[:10]
+    assert stack.kubelet is not None
+    for pod in stack.pods():
+        assert not facts.condition_true(pod, "Ready")
+        with pytest.raises(FileNotFoundError):  # multipooler never started, so no initdb
+            stack.kubelet.logs(stack.namespace, facts.name(pod), "multipooler")
+
+    shutil.move(aside, prefix)  # the objects back: the next retry of the check lets the restore start
+    stack.wait_serving(SHARD, replicas=REPLICAS, timeout=600)
+    watched.load.wait_for_acks(20, timeout=120)
+    wait_for(lambda: shard_condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED).get("status") == "False",
+             60, "BootstrapRefused to clear", interval=1)
+    missing = sorted(set(before_backup) - _present(watched, before_backup))
+    note("bucket back", {"backup": backup["backupId"], "acknowledged before it": len(before_backup),
+                         "missing": len(missing)})
     assert not missing, missing[:20]

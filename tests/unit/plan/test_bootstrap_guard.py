@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
 from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts
@@ -23,7 +24,8 @@ from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, obser
 
 B = keys.Bootstrap
 BACKUP_PVC = "backup-data-demo"
-GUARD = BootstrapGuard(mode=B.AUTO, backup_pvc=BACKUP_PVC, repository="/backups")
+GUARD = BootstrapGuard(mode=B.AUTO, backup_pvc=BACKUP_PVC, repository="/backups",
+                       options=bootstrap.posix_options("/backups"))
 BACKUP_ID = "20261127-101500F"
 WITH_BACKUP = {"backup": {"last": {"backupId": BACKUP_ID, "type": "full", "trigger": "request"}}}
 
@@ -63,20 +65,23 @@ WITH_BACKUPS = '[{"archive":[{"id":"17-1"}],"backup":[{"label":"' + BACKUP_ID + 
 
 
 def _run(tmp_path: Path, bootstrap_value: str | None, *, pg_version: bool = False, info: str = "",
-         info_exit: int = 0) -> subprocess.CompletedProcess[str]:
+         info_exit: int = 0, overrides: dict | None = None,
+         extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The rendered repository-check command, with PGDATA in tmp_path and `pgbackrest` a stand-in that
-    records its arguments and prints `info`."""
-    spec = render.desired_state(model.load_spec(corpus.spec()), "db").pools[0].pod(0)["spec"]
+    records its arguments (`args`) and the S3 keys it was given (`keys`), and prints `info`."""
+    spec = render.desired_state(model.load_spec(corpus.spec(overrides or {})), "db").pools[0].pod(0)["spec"]
     check = next(c for c in spec["initContainers"] if c["name"] == keys.REPOSITORY_CHECK_CONTAINER)
     pgdata, bin_dir = tmp_path / "pg_data", tmp_path / "bin"
-    pgdata.mkdir()
+    pgdata.mkdir(parents=True)
     bin_dir.mkdir()
     if pg_version:
         (pgdata / "PG_VERSION").write_text("17\n")
     fake = bin_dir / "pgbackrest"
-    fake.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\nprintf %s \'{info}\'\nexit {info_exit}\n')
+    fake.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\n'
+                    f'echo "$PGBACKREST_REPO1_S3_KEY $PGBACKREST_REPO1_S3_KEY_SECRET" > {tmp_path}/keys\n'
+                    f'printf %s \'{info}\'\nexit {info_exit}\n')
     fake.chmod(0o755)
-    env = {"PGDATA": str(pgdata), "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    env = {"PGDATA": str(pgdata), "PATH": f"{bin_dir}:/usr/bin:/bin", **(extra_env or {})}
     if bootstrap_value is not None:
         env[bootstrap.ENV_BOOTSTRAP] = bootstrap_value
     return subprocess.run(check["command"], env=env, capture_output=True, text=True, timeout=10, check=False)
@@ -125,18 +130,55 @@ def test_the_check_mounts_both_volumes_read_only_and_reads_the_annotation() -> N
     assert spec["metadata"]["annotations"][keys.ANN_BOOTSTRAP] == B.INITDB  # render alone: auto, no evidence
 
 
-def test_s3_repositories_carry_no_check_and_recovery_on_s3_is_refused_with_the_field() -> None:
-    s3 = {"backup": {"type": "s3", "s3": {"bucket": "bkt", "region": "eu-west-1"}}}
-    desired_s3 = render.desired_state(model.load_spec(corpus.spec(s3)), "db")
+S3 = {"backup": {"type": "s3", "s3": {"bucket": "bkt", "region": "eu-west-1", "endpoint": "10.0.0.1:9000",
+                                     "keyPrefix": "db/demo/", "credentialsSecret": "aws"}}}
+
+
+def test_s3_repositories_are_checked_with_the_pods_credentials_and_no_volume() -> None:
+    desired_s3 = render.desired_state(model.load_spec(corpus.spec(S3)), "db")
     pod = desired_s3.pools[0].pod(0)
-    assert desired_s3.bootstrap is None and keys.ANN_BOOTSTRAP not in pod["metadata"]["annotations"]
-    assert keys.REPOSITORY_CHECK_CONTAINER not in [c["name"] for c in pod["spec"]["initContainers"]]
-    with pytest.raises(model.SpecError) as refused:
-        model.load_spec(corpus.spec({"backup": {**s3["backup"], "bootstrap": "recovery"}}))
-    assert "spec.backup.bootstrap" in str(refused.value)
+    check = next(c for c in pod["spec"]["initContainers"] if c["name"] == keys.REPOSITORY_CHECK_CONTAINER)
+    assert [m["name"] for m in check["volumeMounts"]] == [layout.VOL_DATA]
+    assert check["volumeMounts"][0]["readOnly"]
+    env = {e["name"]: e for e in check["env"]}
+    assert env["AWS_REGION"]["value"] == "eu-west-1"
+    assert env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {"name": "aws", "key": "AWS_ACCESS_KEY_ID"}
+    assert desired_s3.bootstrap is not None and desired_s3.bootstrap.backup_pvc is None
+    assert desired_s3.bootstrap.repository == "s3://bkt/db/demo/multigres"
+    assert pod["metadata"]["annotations"][keys.ANN_BOOTSTRAP] == B.INITDB
+    assert model.load_spec(corpus.spec({"backup": {**S3["backup"], "bootstrap": "recovery"}}))
     with pytest.raises(model.SpecError) as unknown:
         model.load_spec(corpus.spec({"backup": {"bootstrap": "restore"}}))
     assert "spec.backup.bootstrap" in str(unknown.value)
+
+
+def test_the_s3_check_names_the_repository_as_v0_1_0_does(tmp_path: Path) -> None:
+    """go/common/backup/config.go: a custom endpoint path-style and unverified, repo1-path
+    /<keyPrefix>/multigres, key type shared with the pods' AWS_* variables."""
+    done = _run(tmp_path, B.RECOVERY, info=EMPTY_STANZA, overrides=S3,
+                extra_env={"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "SECRET"})
+    assert done.returncode == bootstrap.EXIT_NO_BACKUP, done
+    args = (tmp_path / "args").read_text().split()
+    assert {"--repo1-type=s3", "--repo1-s3-bucket=bkt", "--repo1-s3-region=eu-west-1",
+            "--repo1-s3-endpoint=10.0.0.1:9000", "--repo1-s3-uri-style=path", "--no-repo1-storage-verify-tls",
+            "--repo1-path=/db/demo/multigres", "--repo1-s3-key-type=shared", "--stanza=multigres"} <= set(args), args
+    assert (tmp_path / "keys").read_text().split() == ["AKID", "SECRET"]
+    assert _run(tmp_path / "again", B.RECOVERY, info=WITH_BACKUPS, overrides=S3).returncode == 0
+
+
+IRSA = {"AWS_WEB_IDENTITY_TOKEN_FILE": "/t", "AWS_ROLE_ARN": "arn"}
+
+
+@pytest.mark.parametrize(("irsa", "key_type"), [({}, "auto"), (IRSA, "web-id")])
+def test_without_a_secret_the_s3_check_takes_the_key_type_v0_1_0_would(tmp_path: Path, irsa: dict[str, str],
+                                                                      key_type: str) -> None:
+    aws = {"backup": {"type": "s3", "s3": {"bucket": "bkt", "region": "eu-west-1"}}}
+    _run(tmp_path, B.RECOVERY, info=EMPTY_STANZA, overrides=aws, extra_env=irsa)
+    args = (tmp_path / "args").read_text().split()
+    assert {f"--repo1-s3-key-type={key_type}", "--repo1-s3-endpoint=s3.eu-west-1.amazonaws.com",
+            "--repo1-s3-uri-style=host", "--repo1-path=/multigres"} <= set(args), args
+    assert "--no-repo1-storage-verify-tls" not in args
+    assert (tmp_path / "keys").read_text().split() == []
 
 
 def test_the_bootstrap_annotation_is_no_part_of_the_spec_hash() -> None:
