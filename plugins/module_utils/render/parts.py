@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import keys
 from ..core.manifest import Manifest
+from ..state import repository as state_repository
+from ..state.repository import Repository
 from . import layout
 from .context import ShardContext
 
@@ -70,6 +72,15 @@ def secret_env(name: str, secret: str, key: str) -> Manifest:
 def field_env(name: str, field_path: str) -> Manifest:
     """An env entry from the downward API; apiVersion is spelled out so a re-apply changes nothing."""
     return {"name": name, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": field_path}}}
+
+
+def repository(ctx: ShardContext) -> Repository:
+    """The shard's pgBackRest repository as v0.1.0 names it (state/repository.py)."""
+    backup = ctx.spec.backup
+    if backup.type == "s3" and backup.s3 is not None:
+        s3 = backup.s3
+        return state_repository.s3(s3.bucket, s3.region, s3.endpoint, s3.key_prefix, s3.env_credentials)
+    return state_repository.posix(backup.filesystem.path)
 
 
 def s3_env(ctx: ShardContext) -> list[Manifest]:

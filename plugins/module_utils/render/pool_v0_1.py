@@ -27,6 +27,7 @@ from .parts import (
     pool_mounts,
     port,
     postgres_env,
+    repository,
     resources,
     s3_env,
 )
@@ -196,22 +197,15 @@ def bootstrap_guard(ctx: ShardContext) -> BootstrapGuard | None:
     """The bootstrap guard of a v0.1.0 shard (state/bootstrap.py): its repository as v0.1.0 names it."""
     if ctx.version is not keys.MultigresVersion.V0_1_0:
         return None
-    backup = ctx.spec.backup
-    if backup.type == "s3" and backup.s3 is not None:
-        s3 = backup.s3
-        return BootstrapGuard(mode=backup.bootstrap, env_credentials=s3.env_credentials,
-                              repository=f"s3://{s3.bucket}{bootstrap.s3_repo_path(s3.key_prefix)}",
-                              options=bootstrap.s3_options(s3.bucket, s3.region, s3.endpoint, s3.key_prefix))
-    path = backup.filesystem.path
-    return BootstrapGuard(mode=backup.bootstrap, backup_pvc=ctx.name(naming.shard_backup_pvc_name),
-                          repository=path, options=bootstrap.posix_options(path))
+    backup_pvc = ctx.name(naming.shard_backup_pvc_name) if ctx.spec.backup.type == "filesystem" else None
+    return BootstrapGuard(mode=ctx.spec.backup.bootstrap, repository=repository(ctx), backup_pvc=backup_pvc)
 
 
 def _repository_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> Manifest:
     """Before anything can initdb: on an empty data directory, a pod whose ANN_BOOTSTRAP is not
     initdb starts only when the repository (a filesystem one mounted read-only; S3 with the pods'
     own credentials) lists a backup to restore."""
-    repository = [{"name": layout.VOL_BACKUP, "mountPath": guard.repository, "readOnly": True}] \
+    mounted = [{"name": layout.VOL_BACKUP, "mountPath": guard.repository.location, "readOnly": True}] \
         if guard.backup_pvc else []
     return {
         "name": keys.REPOSITORY_CHECK_CONTAINER,
@@ -222,7 +216,7 @@ def _repository_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> M
                 field_env(bootstrap.ENV_BOOTSTRAP, f"metadata.annotations['{keys.ANN_BOOTSTRAP}']"),
                 *s3_env(ctx)],
         "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR, "readOnly": True},
-                         *repository],
+                         *mounted],
         "resources": resources(pool.postgres.resources),
         "securityContext": container_security(pool.fs_group),
     }

@@ -605,13 +605,6 @@ class BackupVerify(SpecModel):
 class Backup(SpecModel):
     __rules__: ClassVar = (
         required_when("s3-needs-settings", "type", "s3", "s3", "type 's3' needs the s3 block (bucket, region)"),
-        Rule(
-            name="verify-needs-filesystem",
-            cel="!has(self.verify) || !has(self.type) || self.type == 'filesystem'",
-            message="the restore drill reads a filesystem repository only (type 'filesystem')",
-            check=lambda b: b.verify is None or b.type == "filesystem",
-            field_path=".verify",
-        ),
     )
 
     type: Literal["filesystem", "s3"] = Field("filesystem", description="Where the pgBackRest repository lives.")
@@ -639,9 +632,9 @@ class Backup(SpecModel):
     )
     verify: BackupVerify | None = Field(
         None, description="Restore drill (v0.1.0): restore the newest complete backup into a throwaway pod that "
-                          "mounts the repository read-only, start PostgreSQL in recovery, run a query, delete "
-                          "the pod; the result is status.backup.drill and the condition BackupVerified "
-                          "(docs/operations.md, \"Restore drill\").")
+                          "only reads the repository (a filesystem one mounted read-only), start PostgreSQL in "
+                          "recovery, run a query, delete the pod; the result is status.backup.drill and the "
+                          "condition BackupVerified (docs/operations.md, \"Restore drill\").")
 
 
 # --- maintenance windows -------------------------------------------------------------------------

@@ -24,7 +24,6 @@ Pure: everything here reads manifests.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -34,7 +33,6 @@ from ..core.manifest import Manifest
 from . import facts
 from .desired import BootstrapGuard as Guard
 
-STANZA = "multigres"  # v0.1.0's one stanza per repository (multigres-v0.1.md §5, pgBackRest)
 EXIT_NO_BACKUP = 3
 EXIT_UNREADABLE = 4
 ENV_BOOTSTRAP = "BOOTSTRAP"
@@ -69,46 +67,16 @@ def effective(mode: str, recorded: str | None) -> keys.Bootstrap:
     return keys.Bootstrap(mode)
 
 
-def posix_options(path: str) -> tuple[str, ...]:
-    """A filesystem repository as v0.1.0 configures it (go/common/backup/config.go, PgBackRestConfig)."""
-    return ("--repo1-type=posix", f"--repo1-path={path}")
-
-
-def s3_repo_path(key_prefix: str | None) -> str:
-    """v0.1.0's repo1-path in the bucket: one stanza per prefix, not per database or shard."""
-    return f"/{key_prefix.rstrip('/')}/{STANZA}" if key_prefix else f"/{STANZA}"
-
-
-def s3_options(bucket: str, region: str, endpoint: str | None, key_prefix: str | None) -> tuple[str, ...]:
-    """An S3 repository as v0.1.0 configures it: AWS's regional endpoint, host-style and verified; a
-    custom endpoint path-style and unverified. The key type is decided when the check runs."""
-    where = (f"--repo1-s3-endpoint={endpoint}", "--repo1-s3-uri-style=path", "--no-repo1-storage-verify-tls") \
-        if endpoint else (f"--repo1-s3-endpoint=s3.{region}.amazonaws.com", "--repo1-s3-uri-style=host")
-    return ("--repo1-type=s3", f"--repo1-s3-bucket={bucket}", f"--repo1-s3-region={region}", *where,
-            f"--repo1-path={s3_repo_path(key_prefix)}")
-
-
-# v0.1.0's key type: "shared" with the AWS_* variables when told to read the environment, "web-id" when
-# the pod has an IRSA token, "auto" (instance metadata) otherwise.
-_S3_ENV_KEYS = ('export PGBACKREST_REPO1_S3_KEY="$AWS_ACCESS_KEY_ID" '
-                'PGBACKREST_REPO1_S3_KEY_SECRET="$AWS_SECRET_ACCESS_KEY"; '
-                'test -n "$AWS_SESSION_TOKEN" && export PGBACKREST_REPO1_S3_TOKEN="$AWS_SESSION_TOKEN"; '
-                'key=shared; ')
-_S3_OTHER_KEYS = 'key=auto; test -n "$AWS_WEB_IDENTITY_TOKEN_FILE" && test -n "$AWS_ROLE_ARN" && key=web-id; '
-
-
 def check_script(guard: Guard) -> str:
     """The init container's shell: exit 0 lets the pod start (data present, initdb allowed, or a
     backup to restore); EXIT_NO_BACKUP / EXIT_UNREADABLE hold it, with one line on stderr."""
-    s3 = any(option == "--repo1-type=s3" for option in guard.options)
-    keys_setup = (_S3_ENV_KEYS if guard.env_credentials else _S3_OTHER_KEYS) if s3 else ""
-    key_type = ' --repo1-s3-key-type="$key"' if s3 else ""
-    info = (f"pgbackrest --stanza={STANZA} {' '.join(shlex.quote(o) for o in guard.options)}{key_type} "
+    repo = guard.repository
+    info = (f"pgbackrest {repo.arguments()} "
             "--log-level-console=off --log-level-stderr=error --log-level-file=off info --output=json")
     return (
         'test -f "$PGDATA/PG_VERSION" && exit 0; '
         f'test "${ENV_BOOTSTRAP}" = {keys.Bootstrap.INITDB} && exit 0; '
-        f'{keys_setup}out=$({info} 2>&1) || {{ '
+        f'{repo.key_setup()}out=$({info} 2>&1) || {{ '
         f'echo "{keys.REPOSITORY_CHECK_CONTAINER}: pgbackrest info failed: $out" >&2; exit {EXIT_UNREADABLE}; }}; '
         f'case "$out" in *\'"backup":[{{\'*) echo "{keys.REPOSITORY_CHECK_CONTAINER}: the repository holds a '
         f'backup to restore"; exit 0;; esac; '
@@ -154,8 +122,8 @@ def condition(guard: Guard | None, recorded: str | None, pods: Iterable[Manifest
     if guard is None or not found:
         return shard_condition(keys.ShardCondition.BOOTSTRAP_REFUSED, False, REASON_ALLOWED, "")
     names = ", ".join(r.pod for r in found)
-    where = (f"the backup repository (PVC {guard.backup_pvc} at {guard.repository})" if guard.backup_pvc
-             else f"the backup repository ({guard.repository})")
+    where = (f"the backup repository (PVC {guard.backup_pvc} at {guard.repository.location})" if guard.backup_pvc
+             else f"the backup repository ({guard.repository.location})")
     unreadable = any(r.code == EXIT_UNREADABLE for r in found)
     if unreadable:
         reason, what = REASON_UNREADABLE, f"pgbackrest info failed on {where}"

@@ -13,6 +13,7 @@ from enum import StrEnum
 from ..core.manifest import Manifest
 from ..core.naming import ShardId
 from ..spec.maintenance import Window
+from .repository import Repository
 
 
 class PVCPolicy(StrEnum):
@@ -83,14 +84,11 @@ class GeneratedPassword:
 @dataclass(frozen=True)
 class BootstrapGuard:
     """The bootstrap guard of a shard whose pool pods carry the repository check (v0.1.0;
-    state/bootstrap.py): spec.backup.bootstrap, the repository as pgBackRest options, and, for a
-    filesystem repository, the backup PVC and where the pods mount it."""
+    state/bootstrap.py): spec.backup.bootstrap, the repository, and the backup PVC of a filesystem one."""
 
     mode: str  # keys.Bootstrap
-    repository: str  # the mount path (filesystem), or s3://<bucket>/<repo1-path> for messages
-    options: tuple[str, ...]  # what names the repository to `pgbackrest info` (bootstrap.*_options)
+    repository: Repository
     backup_pvc: str | None = None  # filesystem only
-    env_credentials: bool = False  # S3: credentials from AWS_* variables (spec.model.s3_env_credentials)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ and when a backup was last verified. Pure: everything here reads and builds mani
 from __future__ import annotations
 
 import datetime as dt
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,8 @@ from typing import Any
 from ..core import keys
 from ..core.manifest import Manifest
 from . import facts
-from .bootstrap import STANZA, label_stamp
+from .bootstrap import label_stamp
+from .repository import Repository
 
 DATA = "/drill"  # the emptyDir: data directory, socket, lock and log files
 EXIT_SETUP = 10
@@ -53,11 +53,10 @@ ENV_USER = "DRILL_USER"
 LOST_AFTER = dt.timedelta(seconds=60)
 
 
-def script(repository: str, start_timeout_s: int) -> str:
+def script(repository: Repository, start_timeout_s: int) -> str:
     """The drill container's shell (see the module doc); one progress line per step on stdout."""
     pgdata = f"{DATA}/pgdata"
-    repo = shlex.quote(repository)
-    restore = (f"pgbackrest --stanza={STANZA} --repo1-type=posix --repo1-path={repo} --pg1-path={pgdata} "
+    restore = (f"{repository.key_setup()}pgbackrest {repository.arguments()} --pg1-path={pgdata} "
                f"--lock-path={DATA}/lock --log-path={DATA}/log --log-level-console=warn --log-level-file=off "
                f'--set="${ENV_BACKUP}" --type=immediate --archive-mode=off restore')
     options = (f"-c listen_addresses='' -c port=5432 -c unix_socket_directories={DATA}/sock "

@@ -1,7 +1,8 @@
 """An S3 backup repository on real Multigres v0.1.0 and pgBackRest (issue #25), against versitygw on
 this machine (playground/s3server.py): a new shard bootstraps into the bucket (stanza, first backup,
 WAL archive under `<keyPrefix>/multigres`), a requested backup lands there and the agent's health
-check sees it, and after total loss (every pool pod and data volume gone, the bucket kept) the shard
+check sees it, a restore drill restores it from the bucket into a throwaway pod and queries it, and
+after total loss (every pool pod and data volume gone, the bucket kept) the shard
 comes back from S3 with every row acknowledged before that backup. Then the same loss with the
 bucket emptied: the bootstrap guard's repository check, which reads S3 with the pods' own
 credentials, holds every new pod before PostgreSQL can initdb, says so on the MultigresShard, writes
@@ -37,8 +38,10 @@ from .safety import (
     lose_every_pool_pod_and_volume,
     note,
     request_backup,
+    restore_drill,
     shard_condition,
     shard_cr,
+    stop_restore_drills,
     watched_stack,
 )
 
@@ -126,6 +129,27 @@ def test_a_new_shard_keeps_its_stanza_wal_and_backups_in_the_bucket(s3: tuple[Wa
 
     wait_for(seen_by_agent, 60, "the agent's health check to list the backup from S3", interval=1)
     assert (shard_cr(stack).get("status") or {}).get("lastBackupTime")
+
+
+def test_a_restore_drill_reads_the_bucket_and_writes_nothing_there(s3: tuple[Watched, S3Server]) -> None:
+    watched, server = s3
+    stack = watched.stack
+    rows, backup = _take_backup(watched, server)
+    ids = ",".join(map(str, rows[-100:]))
+    query = f"SELECT 1 / (count(*) = {len(rows[-100:])})::int FROM {TABLE} WHERE id IN ({ids})"
+    backups_before = {key for key in server.objects(BUCKET) if key.startswith(f"{REPOSITORY}/backup/")}
+
+    def seen_by_agent() -> bool:
+        health = facts.json_annotation(shard_cr(stack), keys.ANN_BACKUP_HEALTH) or {}
+        return health.get("lastBackupId") == backup["backupId"]
+
+    wait_for(seen_by_agent, 60, "the agent's health check to list the backup", interval=1)
+    last = restore_drill(stack, {"query": query}, backup["finishedAt"], FIELD_MANAGER)
+    note("restore drill from S3", last)
+    assert (last["result"], last["reason"], last["backupId"]) == ("Verified", "Verified", backup["backupId"]), last
+    # Read-only: the backups in the bucket are as they were (the primary's archiver adds WAL meanwhile).
+    assert {key for key in server.objects(BUCKET) if key.startswith(f"{REPOSITORY}/backup/")} == backups_before
+    stop_restore_drills(stack, FIELD_MANAGER)
 
 
 def _take_backup(watched: Watched, server: S3Server) -> tuple[list[int], dict[str, Any]]:

@@ -14,7 +14,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
 from ansible_collections.multigres.pools.plugins.module_utils.spec import model
-from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts
+from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts, repository
 from ansible_collections.multigres.pools.plugins.module_utils.state.desired import BootstrapGuard
 from ansible_collections.multigres.pools.plugins.module_utils.status import shard as status
 
@@ -24,8 +24,7 @@ from .plan_factories import NOW, desired, desired_pool, healthy, live_pod, obser
 
 B = keys.Bootstrap
 BACKUP_PVC = "backup-data-demo"
-GUARD = BootstrapGuard(mode=B.AUTO, backup_pvc=BACKUP_PVC, repository="/backups",
-                       options=bootstrap.posix_options("/backups"))
+GUARD = BootstrapGuard(mode=B.AUTO, backup_pvc=BACKUP_PVC, repository=repository.posix("/backups"))
 BACKUP_ID = "20261127-101500F"
 WITH_BACKUP = {"backup": {"last": {"backupId": BACKUP_ID, "type": "full", "trigger": "request"}}}
 
@@ -144,7 +143,7 @@ def test_s3_repositories_are_checked_with_the_pods_credentials_and_no_volume() -
     assert env["AWS_REGION"]["value"] == "eu-west-1"
     assert env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {"name": "aws", "key": "AWS_ACCESS_KEY_ID"}
     assert desired_s3.bootstrap is not None and desired_s3.bootstrap.backup_pvc is None
-    assert desired_s3.bootstrap.repository == "s3://bkt/db/demo/multigres"
+    assert desired_s3.bootstrap.repository.location == "s3://bkt/db/demo/multigres"
     assert pod["metadata"]["annotations"][keys.ANN_BOOTSTRAP] == B.INITDB
     assert model.load_spec(corpus.spec({"backup": {**S3["backup"], "bootstrap": "recovery"}}))
     with pytest.raises(model.SpecError) as unknown:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,12 +97,40 @@ def test_no_drill_without_verify_and_bad_verify_settings_are_refused_by_field() 
     cases = {"spec.backup.verify.timeout": {"verify": {"timeout": "0s"}},
              "spec.backup.verify.schedule": {"verify": {"schedule": "every day"}},
              "spec.backup.verify.query": {"verify": {"query": ""}},
-             "spec.backup.verify.database": {"verify": {"database": "host=elsewhere dbname=x"}},
-             "spec.backup.verify": {"type": "s3", "s3": {"bucket": "bkt", "region": "r"}, "verify": {}}}
+             "spec.backup.verify.database": {"verify": {"database": "host=elsewhere dbname=x"}}}
     for path, backup in cases.items():
         with pytest.raises(model.SpecError) as err:
             model.load_spec(corpus.spec({"backup": backup}))
         assert path in str(err.value), (path, str(err.value))
+
+
+def test_an_s3_drill_reads_the_bucket_with_the_pods_credentials_and_mounts_no_backup_volume(tmp_path: Path) -> None:
+    s3 = {"type": "s3", "s3": {"bucket": "bkt", "region": "eu-west-1", "endpoint": "10.0.0.1:9000",
+                               "keyPrefix": "db/demo", "credentialsSecret": "aws"}, "verify": {}}
+    planned = render.desired_state(model.load_spec(corpus.spec({"backup": s3})), "db").drill
+    assert planned is not None
+    pod = planned.pod(BACKUP)
+    (container,) = pod["spec"]["containers"]
+    assert [v["name"] for v in pod["spec"]["volumes"]] == ["drill"] and "affinity" not in pod["spec"]
+    assert [m["name"] for m in container["volumeMounts"]] == ["drill"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["AWS_SECRET_ACCESS_KEY"]["valueFrom"]["secretKeyRef"]["name"] == "aws"
+    # Run under its own `set -u` with only the Secret's variables set (no session token, no IRSA), the
+    # scratch directory moved into tmp_path and a pgbackrest that records what it got and fails.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "pgbackrest").write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\n'
+                                        f'echo "$PGBACKREST_REPO1_S3_KEY" > {tmp_path}/key\nexit 1\n')
+    (bin_dir / "pgbackrest").chmod(0o755)
+    script = container["command"][-1].replace(drill.DATA, str(tmp_path / "drill"))
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "S",
+           drill.ENV_BACKUP: BACKUP}
+    done = subprocess.run(["/bin/sh", "-c", script], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == drill.EXIT_RESTORE, done
+    args = (tmp_path / "args").read_text().split()
+    assert {"--repo1-type=s3", "--repo1-path=/db/demo/multigres", "--repo1-s3-key-type=shared",
+            f"--set={BACKUP}", "restore"} <= set(args), args
+    assert (tmp_path / "key").read_text().strip() == "AKID"
 
 
 # --- starting -------------------------------------------------------------------------------------
