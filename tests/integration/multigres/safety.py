@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube.client import resource_path
@@ -28,7 +29,7 @@ from multigres_pools.playground.history import History
 from multigres_pools.playground.localstack import PodEvent, PodTimeline, wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 from multigres_pools.playground.process_kubelet import DEFAULT_BACKOFF
-from multigres_pools.playground.writeload import RecoverySampler, SyncSample, SyncSampler, WriteLoad
+from multigres_pools.playground.writeload import TABLE, RecoverySampler, SyncSample, SyncSampler, WriteLoad
 
 SHARD = "play"
 # Per test, the module's stack start included (pytest-timeout counts fixture set-up): a 5-pod shard
@@ -161,6 +162,15 @@ def shard_cr(stack: MultigresStack, name: str = SHARD) -> dict[str, Any]:
         kube.close()
     assert cr is not None
     return cr
+
+
+def rows_present(watched: Watched, ids: list[int]) -> set[int]:
+    """Which of the write load's rows `ids` the shard's primary holds now."""
+    stack = watched.stack
+    primary = stack.primary_ip(SHARD)
+    assert primary is not None
+    with psycopg.connect(stack.dsn(primary, password=stack.password(SHARD)), connect_timeout=5) as conn:
+        return {i for (i,) in conn.execute(f"SELECT id FROM {TABLE} WHERE id = ANY(%s)", (ids,)).fetchall()}
 
 
 def shard_condition(watched: Watched, ctype: str) -> dict[str, Any]:

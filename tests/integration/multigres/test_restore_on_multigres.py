@@ -36,6 +36,7 @@ from .safety import (
     note,
     request_backup,
     restore_drill,
+    rows_present,
     shard_condition,
     shard_cr,
     shard_events,
@@ -182,14 +183,6 @@ def _field(line: str, name: str) -> str | None:
     return None if value is None else str(value)
 
 
-def _present(watched: Watched, ids: list[int]) -> set[int]:
-    stack = watched.stack
-    primary = stack.primary_ip(SHARD)
-    assert primary is not None
-    with psycopg.connect(stack.dsn(primary, password=stack.password(SHARD)), connect_timeout=5) as conn:
-        return {i for (i,) in conn.execute(f"SELECT id FROM {TABLE} WHERE id = ANY(%s)", (ids,)).fetchall()}
-
-
 def _files(root: Path) -> dict[str, tuple[int, int]]:
     """Every file under `root` with its size and modification time (ns)."""
     return {str(f.relative_to(root)): (f.stat().st_size, f.stat().st_mtime_ns) for f in root.rglob("*") if f.is_file()}
@@ -312,7 +305,7 @@ def test_total_loss_brings_the_shard_back_from_the_backup_repository(watched: Wa
     acked = [i for i, t in pairs if t <= gone_at]
     times = [t for _, t in pairs if t <= gone_at]
     back = next(t for _, t in pairs if t > gone_at)
-    present = _present(watched, acked)
+    present = rows_present(watched, acked)
     missing = [i for i in acked if i not in present]
     first_missing = next((n for n, i in enumerate(acked) if i not in present), len(acked))
     rpo_s = times[-1] - times[first_missing] if first_missing < len(acked) else 0.0
@@ -337,7 +330,7 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
     # Before the switch, so every one of them is in the segment it closes; and only those the primary
     # has: the load's list also holds the rows the previous test's loss took (its RPO).
     acked = list(load.acked)
-    archived = sorted(_present(watched, acked))
+    archived = sorted(rows_present(watched, acked))
     segment = _switch_and_archive(watched)
     aside = stack.workdir / "repository-aside"  # the same filesystem: moved, owners and modes kept
     lost_at = time.monotonic()
@@ -398,8 +391,8 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
         note("the shard did not come back with its repository; evidence", _telling(_logs(watched)))
         raise AssertionError(f"after the repository came back: {exc}") from exc
     serving = time.monotonic() - back_at
-    present = _present(watched, archived)
-    after = _present(watched, at_loss)
+    present = rows_present(watched, archived)
+    after = rows_present(watched, at_loss)
     lost = [i for i in at_loss if i not in after]
     wait_for(lambda: shard_condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED).get("status") == "False", 60,
              "BootstrapRefused to clear", interval=1)

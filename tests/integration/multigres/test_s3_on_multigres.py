@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts
@@ -39,6 +38,7 @@ from .safety import (
     note,
     request_backup,
     restore_drill,
+    rows_present,
     shard_condition,
     shard_cr,
     stop_restore_drills,
@@ -98,14 +98,6 @@ def _backup_labels(server: S3Server) -> set[str]:
             if key.startswith(base) and key[len(base):].count("/") >= 1 and "backup.history" not in key}
 
 
-def _present(watched: Watched, ids: list[int]) -> set[int]:
-    stack = watched.stack
-    primary = stack.primary_ip(SHARD)
-    assert primary is not None
-    with psycopg.connect(stack.dsn(primary, password=stack.password(SHARD)), connect_timeout=5) as conn:
-        return {i for (i,) in conn.execute(f"SELECT id FROM {TABLE} WHERE id = ANY(%s)", (ids,)).fetchall()}
-
-
 def test_a_new_shard_keeps_its_stanza_wal_and_backups_in_the_bucket(s3: tuple[Watched, S3Server]) -> None:
     watched, server = s3
     stack = watched.stack
@@ -157,7 +149,7 @@ def _take_backup(watched: Watched, server: S3Server) -> tuple[list[int], dict[st
     stack = watched.stack
     watched.load.wait_for_acks(50, timeout=120)
     acked = list(watched.load.acked)
-    rows = sorted(_present(watched, acked))
+    rows = sorted(rows_present(watched, acked))
     previous = ((shard_cr(stack).get("status") or {}).get("backup") or {}).get("last", {}).get("startedAt", "")
     request_backup(stack, "full", FIELD_MANAGER)
     backup: dict[str, Any] = wait_for(lambda: finished_backup(stack, "request", previous), 240,
@@ -185,7 +177,7 @@ def test_total_loss_comes_back_from_the_bucket(s3: tuple[Watched, S3Server]) -> 
         log = stack.kubelet.logs(stack.namespace, facts.name(pod), "multipooler")
         line = next((line for line in log.splitlines() if RESTORED in line), None)
         restored[facts.name(pod)] = json.loads(line).get("backup_id") if line else None
-    missing = sorted(set(before_backup) - _present(watched, before_backup))
+    missing = sorted(set(before_backup) - rows_present(watched, before_backup))
     note("total loss with an S3 repository", {
         "backup": backup["backupId"], "restored by pod": restored,
         "acknowledged before the backup": len(before_backup), "missing": len(missing),
@@ -231,7 +223,7 @@ def test_total_loss_with_the_bucket_emptied_is_held_until_the_objects_are_back(s
     watched.load.wait_for_acks(20, timeout=120)
     wait_for(lambda: shard_condition(watched, keys.ShardCondition.BOOTSTRAP_REFUSED).get("status") == "False",
              60, "BootstrapRefused to clear", interval=1)
-    missing = sorted(set(before_backup) - _present(watched, before_backup))
+    missing = sorted(set(before_backup) - rows_present(watched, before_backup))
     note("bucket back", {"backup": backup["backupId"], "acknowledged before it": len(before_backup),
                          "missing": len(missing)})
     assert not missing, missing[:20]
