@@ -53,11 +53,7 @@ class Context:
 
     def recorded_backup(self) -> str | None:
         """What proves the shard had a backup (bootstrap.recorded_backup), for its bootstrap guard."""
-        guard = self.desired.bootstrap
-        if guard is None:
-            return None
-        pvc = self.observed.find("PersistentVolumeClaim", guard.backup_pvc) if guard.backup_pvc else None
-        return bootstrap.recorded_backup(self.observed.cr, pvc)
+        return bootstrap.guard_evidence(self.desired.bootstrap, self.observed)
 
     @property
     def owner(self) -> Manifest | None:

@@ -19,7 +19,7 @@ from ..state import drill
 from ..state.desired import RestoreDrill
 from . import layout
 from .context import ShardContext
-from .parts import container_security, pod_security, repository, resources, s3_env, scheduling
+from .parts import container_security, pod_security, repository, repository_mounts, resources, s3_env, scheduling
 
 if TYPE_CHECKING:  # the model (pydantic) is only a type here: rendering runs on validated specs
     from ..spec.model import BackupVerify
@@ -40,7 +40,6 @@ def _affinity(ctx: ShardContext) -> Manifest | None:
 def drill_pod(ctx: ShardContext, verify: BackupVerify, backup_id: str) -> Manifest:
     pool = ctx.spec.pools[sorted(ctx.spec.pools)[0]]
     repo = repository(ctx)
-    filesystem = ctx.spec.backup.type == "filesystem"
     timeout = int(verify.timeout_seconds)
     metadata = ctx.meta(ctx.name(naming.restore_drill_pod_name),
                         labels.component_labels(ctx.sid, keys.COMPONENT_RESTORE_DRILL))
@@ -55,9 +54,7 @@ def drill_pod(ctx: ShardContext, verify: BackupVerify, backup_id: str) -> Manife
                 {"name": drill.ENV_DATABASE, "value": verify.database},
                 {"name": drill.ENV_USER, "value": ctx.spec.postgres_superuser},
                 *s3_env(ctx)],
-        "volumeMounts": [{"name": "drill", "mountPath": drill.DATA},
-                         *([{"name": layout.VOL_BACKUP, "mountPath": repo.location, "readOnly": True}]
-                           if filesystem else [])],
+        "volumeMounts": [{"name": "drill", "mountPath": drill.DATA}, *repository_mounts(repo)],
         "resources": resources(pool.postgres.resources),
         "securityContext": container_security(pool.fs_group),
         "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -75,7 +72,7 @@ def drill_pod(ctx: ShardContext, verify: BackupVerify, backup_id: str) -> Manife
         "volumes": [{"name": "drill", "emptyDir": {"sizeLimit": pool.storage.size}},
                     *([{"name": layout.VOL_BACKUP, "persistentVolumeClaim": {
                         "claimName": ctx.name(naming.shard_backup_pvc_name), "readOnly": True}}]
-                      if filesystem else [])],
+                      if not repo.s3 else [])],
         **scheduling(ctx, sorted(pool.cells)[0], pool.node_selector, _affinity(ctx), pool.tolerations),
     }
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

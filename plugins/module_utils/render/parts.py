@@ -83,6 +83,11 @@ def repository(ctx: ShardContext) -> Repository:
     return state_repository.posix(backup.filesystem.path)
 
 
+def repository_mounts(repo: Repository) -> list[Manifest]:
+    """The backup volume, read-only where the repository names it: a filesystem repository's only."""
+    return [] if repo.s3 else [{"name": layout.VOL_BACKUP, "mountPath": repo.location, "readOnly": True}]
+
+
 def s3_env(ctx: ShardContext) -> list[Manifest]:
     s3 = ctx.spec.backup.s3 if ctx.spec.backup.type == "s3" else None
     if s3 is None:

@@ -28,6 +28,7 @@ from .parts import (
     port,
     postgres_env,
     repository,
+    repository_mounts,
     resources,
     s3_env,
 )
@@ -197,16 +198,15 @@ def bootstrap_guard(ctx: ShardContext) -> BootstrapGuard | None:
     """The bootstrap guard of a v0.1.0 shard (state/bootstrap.py): its repository as v0.1.0 names it."""
     if ctx.version is not keys.MultigresVersion.V0_1_0:
         return None
-    backup_pvc = ctx.name(naming.shard_backup_pvc_name) if ctx.spec.backup.type == "filesystem" else None
-    return BootstrapGuard(mode=ctx.spec.backup.bootstrap, repository=repository(ctx), backup_pvc=backup_pvc)
+    repo = repository(ctx)
+    return BootstrapGuard(mode=ctx.spec.backup.bootstrap, repository=repo,
+                          backup_pvc=None if repo.s3 else ctx.name(naming.shard_backup_pvc_name))
 
 
 def _repository_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> Manifest:
     """Before anything can initdb: on an empty data directory, a pod whose ANN_BOOTSTRAP is not
     initdb starts only when the repository (a filesystem one mounted read-only; S3 with the pods'
     own credentials) lists a backup to restore."""
-    mounted = [{"name": layout.VOL_BACKUP, "mountPath": guard.repository.location, "readOnly": True}] \
-        if guard.backup_pvc else []
     return {
         "name": keys.REPOSITORY_CHECK_CONTAINER,
         "image": ctx.images.postgres,
@@ -216,7 +216,7 @@ def _repository_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> M
                 field_env(bootstrap.ENV_BOOTSTRAP, f"metadata.annotations['{keys.ANN_BOOTSTRAP}']"),
                 *s3_env(ctx)],
         "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR, "readOnly": True},
-                         *mounted],
+                         *repository_mounts(guard.repository)],
         "resources": resources(pool.postgres.resources),
         "securityContext": container_security(pool.fs_group),
     }

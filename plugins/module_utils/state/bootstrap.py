@@ -32,6 +32,7 @@ from ..core.conditions import shard_condition
 from ..core.manifest import Manifest
 from . import facts
 from .desired import BootstrapGuard as Guard
+from .observed import Observed
 
 EXIT_NO_BACKUP = 3
 EXIT_UNREADABLE = 4
@@ -58,6 +59,15 @@ def recorded_backup(cr: Manifest | None, backup_pvc: Manifest | None) -> str | N
     if status.get("lastBackupTime"):
         return f"{status.get('lastBackupType') or 'a'} backup of {status['lastBackupTime']}"
     return facts.annotations(backup_pvc).get(keys.ANN_BACKUP_RECORDED) or None if backup_pvc else None
+
+
+def guard_evidence(guard: Guard | None, observed: Observed) -> str | None:
+    """recorded_backup for a guard: the observed MultigresShard and, with a filesystem repository, its
+    backup PVC; None without a guard."""
+    if guard is None:
+        return None
+    pvc = observed.find("PersistentVolumeClaim", guard.backup_pvc) if guard.backup_pvc else None
+    return recorded_backup(observed.cr, pvc)
 
 
 def effective(mode: str, recorded: str | None) -> keys.Bootstrap:

@@ -87,8 +87,7 @@ def _writable_standby(pods: list[Manifest]) -> Condition:
 def _bootstrap_refused(desired: Desired, observed: Observed, pods: list[Manifest]) -> Condition:
     """BootstrapRefused: pods whose repository check holds PostgreSQL back (state/bootstrap.py)."""
     guard = desired.bootstrap
-    pvc = observed.find("PersistentVolumeClaim", guard.backup_pvc) if guard is not None and guard.backup_pvc else None
-    return _typed(bootstrap.condition(guard, bootstrap.recorded_backup(observed.cr, pvc), pods))
+    return _typed(bootstrap.condition(guard, bootstrap.guard_evidence(guard, observed), pods))
 
 
 def _orch_ready(observed: Observed) -> bool:
