@@ -71,7 +71,7 @@ def anchor(workdir: Path) -> float:
 def shard_doc(namespace: str, name: str, topo: str, replicas: int) -> dict:
     return {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"clusterName": name, "globalTopoServer": {"address": topo},
+            "spec": {"clusterName": name, "globalTopoServer": {"address": topo, "rootPath": f"/multigres/{name}"},
                      "pools": {"main": {"cells": ["z1"], "replicasPerCell": replicas}}}}
 
 

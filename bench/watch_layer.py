@@ -136,7 +136,8 @@ def _pod(namespace: str, name: str) -> dict[str, Any]:
 def _shard(namespace: str, name: str) -> dict[str, Any]:
     return {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"clusterName": name, "globalTopoServer": {"address": "127.0.0.1:2379"},
+            "spec": {"clusterName": name,
+                     "globalTopoServer": {"address": "127.0.0.1:2379", "rootPath": f"/multigres/{name}"},
                      "pools": {"main": {"cells": ["z1"], "replicasPerCell": 3}}}}
 
 

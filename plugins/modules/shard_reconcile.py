@@ -101,6 +101,16 @@ options:
     type: list
     elements: str
     default: []
+  claim_namespaces:
+    description:
+      - Namespaces whose MultigresShards may already hold this shard's topology root or S3 repository;
+        C(*) for every namespace. The shard's own namespace is always searched. A MultigresShard naming
+        a topology root or an S3 repository that an older one holds is refused before it creates or
+        changes anything (ConfigurationValid=False, the field and the holder named). Looked for while
+        the shard has no pool pod and while its spec is not yet reconciled.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full

@@ -45,7 +45,8 @@ def operator(kubeconfig: Path, namespace: str, tmp: Path, identity: str, *extra:
 
 def shard(kube: KubeClient, namespace: str, name: str, **spec: object) -> dict:
     doc = {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
-           "metadata": {"name": name, "namespace": namespace}, "spec": {**SPEC, **spec}}
+           "metadata": {"name": name, "namespace": namespace},
+           "spec": {**SPEC, "globalTopoServer": {**SPEC["globalTopoServer"], "rootPath": f"/multigres/{name}"}, **spec}}
     return kube.apply(doc, "test")
 
 

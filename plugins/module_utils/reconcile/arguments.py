@@ -21,6 +21,8 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "allowed_images": {"type": "list", "elements": "str", "default": []},
     "allowed_service_accounts": {"type": "list", "elements": "str", "default": []},
     "allowed_secrets": {"type": "list", "elements": "str", "default": [], "no_log": False},  # names, not secrets
+    # Where other MultigresShards' claims are looked for (state/claims.py): namespaces, `*` for all.
+    "claim_namespaces": {"type": "list", "elements": "str", "default": []},
 }
 REQUIRED_ONE_OF = [("shard", "spec", "name")]
 MUTUALLY_EXCLUSIVE = [("shard", "spec", "name")]

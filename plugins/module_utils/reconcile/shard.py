@@ -27,7 +27,7 @@ from ..render import shard as render
 from ..render import spechash
 from ..requirements_guard import runtime_requirements
 from ..spec.policy import SpecPolicy
-from ..state import facts
+from ..state import claims, facts
 from ..state.desired import Desired
 from ..state.observed import Observed, kinds_to_list, with_writes
 from ..status import pod_stuck, stalls
@@ -63,6 +63,9 @@ class Request:
         return self.agent_stall_after if self.agent_stall_after is not None else stalls.configured_agent_stall_after()
     # The operator's allow-lists for images, ServiceAccounts and Secrets (spec/policy.py); empty allows all.
     policy: SpecPolicy = field(default_factory=SpecPolicy)
+    # Where other MultigresShards may claim this one's topology or S3 repository (state/claims.py): the
+    # operator's namespaces, ("*",) for every one; empty: the shard's own namespace.
+    claim_namespaces: tuple[str, ...] = ()
 
 
 @dataclass
@@ -224,6 +227,12 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
                                else [], drill_pod=_drill_pod_name(desired, cr))
     plan = planner.plan(desired, observed, now, delete=request.state == "absent",
                         cleanup_timeout=request.cleanup_timeout)
+    # After the planner: a copy with the same object names is its ownership rivalry (plan.errors).
+    if cr is not None and not deleting_cr and not plan.errors and _claims_to_check(cr, observed):
+        taken = claims.conflicts(cr, _claimants(reader, request.claim_namespaces, namespace))
+        if taken:
+            result.failed, result.errors, result.msg = True, taken, "\n".join(taken)
+            return _invalid(Decision(result, cr, namespace), stamp)
     result.plan, result.waiting, result.requeue_after = plan.lines(), plan.waiting, plan.requeue_after
     result.finished = plan.finished
     decision = Decision(result, cr, namespace, observed, plan, desired=desired, now=now)
@@ -246,6 +255,23 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
         if recheck and not (0 < result.requeue_after <= recheck):
             result.requeue_after = recheck
     return decision
+
+
+def _claims_to_check(cr: Manifest, observed: Observed) -> bool:
+    """Whether to look for an older claimant of the shard's topology and repository: before its first
+    pool pod (a new shard, or every pod lost) and for a spec not yet reconciled (an edit may name another
+    shard's, and stays refused until it changes). A running shard's claim stands; looking on every pass
+    would list every shard each time."""
+    valid = facts.condition(cr, keys.ShardCondition.CONFIGURATION_VALID)
+    return (not observed.pods or (valid is not None and valid.get("status") == "False")
+            or facts.meta(cr).get("generation") != (cr.get("status") or {}).get("observedGeneration"))
+
+
+def _claimants(reader: Reader, namespaces: tuple[str, ...], own: str) -> list[Manifest]:
+    if claims.ALL_NAMESPACES in namespaces:
+        return reader.list(keys.API_GROUP_VERSION, keys.SHARD_KIND, None)
+    return [s for ns in dict.fromkeys((own, *namespaces)) for s in reader.list(keys.API_GROUP_VERSION,
+                                                                               keys.SHARD_KIND, ns)]
 
 
 def _drill_pod_name(desired: Desired, cr: Manifest | None) -> str | None:

@@ -11,6 +11,7 @@ from ..kube import client as kube
 from ..kube import snapshot
 from ..requirements_guard import runtime_requirements
 from ..spec.policy import SpecPolicy
+from ..state import claims
 from . import task_result
 from .arguments import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, REQUIRED_BY, REQUIRED_ONE_OF
 from .shard import Request, request_problems, run_pass
@@ -30,7 +31,8 @@ def request(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> Reque
                    agent_stall_after=params.get("agent_stall_after"),
                    read_owned_by_name=bool(params.get("read_owned_by_name")),
                    policy=SpecPolicy.of(params.get("allowed_images"), params.get("allowed_service_accounts"),
-                                        params.get("allowed_secrets")))
+                                        params.get("allowed_secrets")),
+                   claim_namespaces=claims.scope(",".join(params.get("claim_namespaces") or ())))
 
 
 def run(params: Mapping[str, Any], *, check_mode: bool, diff: bool) -> tuple[dict[str, Any], list[str]]:

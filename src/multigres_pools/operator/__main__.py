@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.spec import policy as spec_policy
+from ansible_collections.multigres.pools.plugins.module_utils.state import claims
 
 from .. import cli_help, lease, logs, metrics_access
 from . import cpu
@@ -171,12 +172,14 @@ async def serve(args: argparse.Namespace, timing: lease.ElectionTiming | None = 
                                     spec_policy.parse_list(args.allowed_service_accounts),
                                     spec_policy.parse_list(args.allowed_secrets))
     envvars.update(policy.environment())  # the role passes them to the module (roles/shard/defaults)
+    claim_namespaces = (claims.ALL_NAMESPACES,) if args.all_namespaces else tuple(namespaces)
+    envvars[claims.ENV_CLAIM_NAMESPACES] = ",".join(claim_namespaces)
     runner = PlaybookRunner(root=args.artifacts_dir, playbook=args.playbook or DEFAULT_PLAYBOOK,
                             keep_artifacts=args.keep_artifacts, envvars=envvars)
     loop_settings = Settings(concurrency=concurrency, coalesce=args.coalesce, resync_period=args.resync_period,
                              shutdown_grace=args.shutdown_grace, batch_size=args.batch_size,
                              full_check_period=args.full_check_period, warm_runners=args.warm_runners,
-                             policy=policy)
+                             policy=policy, claim_namespaces=claim_namespaces)
 
     def may_write() -> bool:
         # Before every run and every poll of a running one: a frozen instance that resumes is

@@ -149,6 +149,9 @@ class CacheView:
 
     def list(self, api_version: str, kind: str, namespace: str | None, selector: str = "", *,
              metadata_only: bool = False) -> list[Manifest]:
+        if (api_version, kind) == (SHARD.api_version, SHARD.kind) and not selector and not metadata_only:
+            # Another shard's claim on a topology or repository (state/claims.py): every watched one.
+            return [s for s in self.cache.shards() if namespace in (None, facts.meta(s).get("namespace"))]
         watched = self._kinds.get((api_version, kind, metadata_only))
         try:
             terms = snapshot.parse_selector(selector)

@@ -76,6 +76,9 @@ class Settings:
     # The allow-lists for images, ServiceAccounts and Secrets (spec/policy.py); the playbook runs get
     # the same through the environment, so the in-process decision and the run agree.
     policy: SpecPolicy = field(default_factory=SpecPolicy)
+    # Where other shards' claims are looked for (state/claims.py): the watched namespaces, ("*",) for all;
+    # the playbook runs get the same through the environment.
+    claim_namespaces: tuple[str, ...] = ()
 
 
 def split_concurrency(concurrency: int, batch_size: int) -> tuple[int, int]:
@@ -264,7 +267,8 @@ class Controller:
         out: dict[ShardKey, Verdict | None] = {}
         for key in keys:
             full = self.settings.full_check_period > 0 and self._full_due.get(key, float("inf")) <= now
-            out[key] = decide_shard(self.view, key, self.snapshots, full_check=full, policy=self.settings.policy)
+            out[key] = decide_shard(self.view, key, self.snapshots, full_check=full, policy=self.settings.policy,
+                                    claim_namespaces=self.settings.claim_namespaces)
         return out
 
     async def reconcile_batch(self, keys: Sequence[ShardKey], forks: int | None = None,
@@ -301,7 +305,8 @@ class Controller:
         if self._cancel.is_set() or not self.may_write():
             return Outcome(Result.CANCELED, "status not written: this instance's leadership is in doubt")
         namespace, name = key
-        request = Request(namespace=namespace, name=name, policy=self.settings.policy)
+        request = Request(namespace=namespace, name=name, policy=self.settings.policy,
+                          claim_namespaces=self.settings.claim_namespaces)
         stamp = facts.format_time(decision.now or dt.datetime.now(dt.UTC))
         try:
             # live() inside the thread: each thread has its own client (CacheView).

@@ -56,7 +56,8 @@ def _outcome(errors: list[str], invalid: bool, requeue_after: float) -> Outcome:
 
 
 def decide_shard(view: CacheView, key: ShardKey, snapshot_dir: Path, *, full_check: bool = False,
-                 now: dt.datetime | None = None, policy: SpecPolicy | None = None) -> Verdict | None:
+                 now: dt.datetime | None = None, policy: SpecPolicy | None = None,
+                 claim_namespaces: tuple[str, ...] = ()) -> Verdict | None:
     """The verdict for one shard from the caches; None when the cache has no such shard."""
     started = time.perf_counter()
     cr = view.cache.shard(key)
@@ -65,7 +66,8 @@ def decide_shard(view: CacheView, key: ShardKey, snapshot_dir: Path, *, full_che
     namespace, name = key
     recorder = snapshot.Recorder(view)
     try:
-        decision = decide(recorder, Request(namespace=namespace, name=name, policy=policy or SpecPolicy()), cr,
+        decision = decide(recorder, Request(namespace=namespace, name=name, policy=policy or SpecPolicy(),
+                                                   claim_namespaces=claim_namespaces), cr,
                           now or dt.datetime.now(dt.UTC))
     except Exception as exc:  # the playbook is the authority: let it try, list live, and report
         log.warning("%s/%s: in-process decision failed, handing it to the playbook: %s", namespace, name, exc)

@@ -26,7 +26,8 @@ T = TypeVar("T")
 def shard_doc(namespace: str, name: str, replicas: int = 2) -> Manifest:
     return {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"clusterName": name, "globalTopoServer": {"address": "topo.invalid:2379"},
+            "spec": {"clusterName": name,
+                     "globalTopoServer": {"address": "topo.invalid:2379", "rootPath": f"/multigres/{name}"},
                      "pools": {"main": {"cells": ["z1"], "replicasPerCell": replicas}}}}
 
 
