@@ -1119,7 +1119,8 @@ class MultigresShardStatus(BaseModel):
         description="The metadata.generation the engine last acted on (or refused); status describes that spec.")
     phase: Literal["Initializing", "Progressing", "Healthy", "Degraded", "Unknown"] | None = Field(
         default=None,
-        description="Healthy: every pod ready and nothing to do; Progressing: actions or waits pending; "
+        description="Healthy: every pod ready, a primary among them (when the agent publishes roles) and "
+                    "nothing to do; Progressing: actions or waits pending, or no primary; "
                     "Degraded: refused spec, crash loop or an empty pool.")
     message: str | None = Field(
         default=None, description="One line: the refusal, what the engine waits for, or pods ready.")

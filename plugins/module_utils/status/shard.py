@@ -84,6 +84,18 @@ def _writable_standby(pods: list[Manifest]) -> Condition:
                       "; ".join(c.get("message") or name for name, c in sorted(found))[:MESSAGE_MAX])
 
 
+def _no_primary(pods: list[Manifest]) -> str:
+    """Why the shard has no writable primary although the agent has published a role on every serving
+    pod and none is PRIMARY ("" otherwise): multiorch has not elected one (a failover under way, or one
+    it will never start, as after a restore whose rule names another shard's cohort). Pods without a
+    role yet (no agent, or before its first pass) say nothing either way."""
+    serving = [p for p in pods if facts.labels(p).get(keys.LABEL_ROLE) != keys.Role.DRAINED]
+    if not serving or any(facts.labels(p).get(keys.LABEL_ROLE) in (None, keys.Role.PRIMARY) for p in serving):
+        return ""
+    return (f"no primary: the agent reads all {len(serving)} serving pool pods as REPLICA in the topology, so "
+            "nothing accepts writes until multiorch elects one (docs/operations.md, \"No primary\")")
+
+
 def _bootstrap_refused(desired: Desired, observed: Observed, pods: list[Manifest]) -> Condition:
     """BootstrapRefused: pods whose repository check holds PostgreSQL back (state/bootstrap.py)."""
     guard = desired.bootstrap
@@ -227,12 +239,14 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     refused = _bootstrap_refused(desired, observed, pods)
     rolling = result.rolling
     busy = bool(result.actions or result.waiting or result.withheld)
+    headless = _no_primary(pods)
     # Paused: what the engine holds back leads the message (plan/pause.py).
-    notes = ([result.pause_message] if result.paused else []) + result.waiting
+    notes = ([result.pause_message] if result.paused else []) + result.waiting + ([headless] if headless else [])
 
     if errors or "True" in (stuck.status, writable_standby.status, refused.status) or (empty and total):
         phase: Phase = "Degraded"
-    elif pools_ready and orch_ready and not rolling.in_progress and not result.maintenance.in_progress and not busy:
+    elif (pools_ready and orch_ready and not headless and not rolling.in_progress
+          and not result.maintenance.in_progress and not busy):
         phase = "Healthy"
     else:
         phase = "Progressing"

@@ -38,6 +38,30 @@ def test_converged_shard_is_healthy_and_ready():
     assert cond["RollingUpdate"]["message"] == "3/3 pods updated"
 
 
+def test_a_shard_whose_pods_are_all_replicas_is_not_healthy():
+    """Every pod Ready and REPLICA: nothing accepts writes (multiorch has elected no primary, as after a
+    restore whose rule names another shard's cohort). Not Healthy, and the message says why; pods with no
+    role yet (no agent) say nothing either way, and a primary makes it Healthy again."""
+    dp = desired_pool()
+    pods, pvcs = healthy(dp, primary=-1)
+    obs = observed(pods, pvcs, cr=shard_cr())
+    st = status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp=STAMP)
+    cond = _conditions(st)
+    assert st["phase"] == "Progressing" and cond["Ready"]["status"] == "False"
+    assert st["message"].startswith("no primary: the agent reads all 3 serving pool pods as REPLICA"), st["message"]
+    assert cond["Available"]["status"] == "True"  # the pods themselves are ready
+    for pod in pods:
+        del pod["metadata"]["labels"][keys.LABEL_ROLE]
+
+    def phase() -> str:
+        obs = observed(pods, pvcs, cr=shard_cr())
+        return str(status.compute(desired(dp), obs, plan(desired(dp), obs, NOW), stamp=STAMP)["phase"])
+
+    assert phase() == "Healthy"
+    pods[1]["metadata"]["labels"][keys.LABEL_ROLE] = keys.Role.PRIMARY
+    assert phase() == "Healthy"
+
+
 def test_pod_roles_left_out_when_no_pod_has_one_and_that_is_a_change():
     """An empty podRoles would reach the API server as null (server-side apply, kubernetes#135841) and be
     refused; left out, the field is removed, and a status that had roles must still be rewritten."""
