@@ -36,7 +36,7 @@ from . import facts, repository
 ENV_CLAIM_NAMESPACES = "MULTIGRES_POOLS_CLAIM_NAMESPACES"
 ALL_NAMESPACES = "*"
 
-# The defaults of the fields a claim reads (spec/model.py; checked equal by tests/unit/state/test_claims.py).
+# The defaults of the fields a claim reads (spec/model.py; checked equal by tests/unit/plan/test_claims.py).
 DEFAULT_ROOT_PATH = "/multigres/global"
 DEFAULT_SHARD_KEY = ("postgres", "default", "0-inf")
 _CLUSTER_SUFFIXES = (("svc",), ("svc", "cluster", "local"))
@@ -48,6 +48,8 @@ class Claim:
     shown: str  # the location, for the message
     root: tuple[str, ...]  # what must be equal ...
     endpoints: frozenset[str]  # ... and overlap (one element for a repository)
+    harm: str  # what two MultigresShards there would do
+    remedy: str  # the fields that give a shard a location of its own
 
     def overlaps(self, other: Claim) -> bool:
         return self.field == other.field and self.root == other.root and bool(self.endpoints & other.endpoints)
@@ -77,7 +79,8 @@ def _topology(spec: Mapping[str, Any], namespace: str) -> Claim | None:
     key = tuple(str(spec.get(f) or d) for f, d in zip(fields, DEFAULT_SHARD_KEY, strict=True))
     hosts = frozenset(_service_host(e, namespace) for e in endpoints)
     return Claim("spec.globalTopoServer", f"topology {','.join(sorted(hosts))} root {root} (shard {'/'.join(key)})",
-                 (root, *key), hosts)
+                 (root, *key), hosts, harm="be one Multigres shard, their pods poolers of the same cohort",
+                 remedy="globalTopoServer.rootPath (or topology etcd)")
 
 
 def _repository(spec: Mapping[str, Any]) -> Claim | None:
@@ -90,7 +93,9 @@ def _repository(spec: Mapping[str, Any]) -> Claim | None:
     path = re.sub("/+", "/", repository.s3_path(s3.get("keyPrefix")))
     bucket = str(s3["bucket"])
     return Claim("spec.backup.s3", f"S3 repository s3://{bucket}{path} at {endpoint}", (bucket, path),
-                 frozenset({endpoint}))
+                 frozenset({endpoint}),
+                 harm="restore each other's backups and archive two histories into one repository",
+                 remedy="backup.s3.keyPrefix (or bucket)")
 
 
 def claims(spec: Mapping[str, Any], namespace: str) -> tuple[Claim, ...]:
@@ -122,20 +127,9 @@ def conflicts(shard: Manifest, claimants: Iterable[Manifest]) -> list[str]:
             holder = f"{facts.meta(other).get('namespace')}/{facts.name(other)}"
             out[claim.field] = (
                 f"{claim.field}: the {claim.shown} is already {keys.SHARD_KIND} {holder}'s (created earlier); "
-                f"two MultigresShards there would {_harm(claim)}. Give this one its own "
-                f"{_remedy(claim)}, or delete {holder} first")
+                f"two MultigresShards there would {claim.harm}. Give this one its own {claim.remedy}, "
+                f"or delete {holder} first")
     return list(out.values())
-
-
-def _harm(claim: Claim) -> str:
-    if claim.field == "spec.backup.s3":
-        return "restore each other's backups and archive two histories into one repository"
-    return "be one Multigres shard, their pods poolers of the same cohort"
-
-
-def _remedy(claim: Claim) -> str:
-    return "backup.s3.keyPrefix (or bucket)" if claim.field == "spec.backup.s3" else \
-        "globalTopoServer.rootPath (or topology etcd)"
 
 
 def scope(value: str | None) -> tuple[str, ...]:
