@@ -81,6 +81,10 @@ class Cache:
                 buckets.setdefault(_bucket(obj), {})[name] = obj
 
     def objects(self, kind: Kind, namespace: str | None, cluster: str | None = None) -> list[Manifest]:
+        """The cached objects of `kind` in `namespace` (None: all), narrowed to the cluster label's bucket
+        when both are given (MultigresShards are kept by key, not bucketed: the caller's selector narrows)."""
+        if kind == SHARD:
+            return [s for s in self.shards() if namespace in (None, facts.meta(s).get("namespace"))]
         with self._lock:
             buckets = self._index.get(kind, {})
             if cluster is not None and namespace is not None:
@@ -149,9 +153,6 @@ class CacheView:
 
     def list(self, api_version: str, kind: str, namespace: str | None, selector: str = "", *,
              metadata_only: bool = False) -> list[Manifest]:
-        if (api_version, kind) == (SHARD.api_version, SHARD.kind) and not selector and not metadata_only:
-            # Another shard's claim on a topology or repository (state/claims.py): every watched one.
-            return [s for s in self.cache.shards() if namespace in (None, facts.meta(s).get("namespace"))]
         watched = self._kinds.get((api_version, kind, metadata_only))
         try:
             terms = snapshot.parse_selector(selector)
