@@ -68,6 +68,11 @@ def anchor(workdir: Path) -> float:
     return best
 
 
+# The fleet's shards (two pods: the fewest a v0.1.0 shard may have), and the spec change measured: one more.
+FLEET_REPLICAS = 2
+CHANGED_REPLICAS = FLEET_REPLICAS + 1
+
+
 def shard_doc(namespace: str, name: str, topo: str, replicas: int) -> dict:
     return {"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
             "metadata": {"name": name, "namespace": namespace},
@@ -273,7 +278,7 @@ def _measure(sizes: list[int], pattern_shards: int, trials: int, workdir: Path) 
             names = [f"s{i:03d}" for i in range(size)]
             start = time.monotonic()
             for name in names:
-                kube.apply(shard_doc(ns, name, topo, 2), "bench")
+                kube.apply(shard_doc(ns, name, topo, FLEET_REPLICAS), "bench")
             Converger(kube, kubelet, ns).converge(names)
             print(f"set-up: {size} shards converged with the engine in {time.monotonic() - start:.0f}s", flush=True)
             fleets[size] = (ns, names)
@@ -290,7 +295,7 @@ def _measure(sizes: list[int], pattern_shards: int, trials: int, workdir: Path) 
                 for trial in range(trials):
                     target = names[trial + (trials if mode == "cold" else 0)]
                     time.sleep(8)  # a warm run, if any, has started again and waits
-                    samples.append(first_write(kube, ns, target, topo, 2))
+                    samples.append(first_write(kube, ns, target, topo, CHANGED_REPLICAS))
                 latency[mode] = samples
                 print(f"measured: first write, {mode}: {', '.join(f'{x:.2f}s' for x in samples)}", flush=True)
             finally:
@@ -298,7 +303,7 @@ def _measure(sizes: list[int], pattern_shards: int, trials: int, workdir: Path) 
         samples = []
         for trial in range(trials):
             target = names[2 * trials + trial]
-            samples.append(first_write(kube, ns, target, topo, 2,
+            samples.append(first_write(kube, ns, target, topo, CHANGED_REPLICAS,
                                        trigger=lambda t=target: pattern_run(ns, t, cluster.kubeconfig, workdir)))
         latency["pattern"] = samples
         print(f"measured: first write, pattern: {', '.join(f'{x:.2f}s' for x in samples)}", flush=True)
@@ -325,7 +330,7 @@ def _measure(sizes: list[int], pattern_shards: int, trials: int, workdir: Path) 
             first_pass = op.decided()
             wait_for(lambda: op.decided() > first_pass, 120, "the periodic resync to start", interval=0.01)
             decided_before = op.decided() - first_pass
-            t_during = first_write(kube, big_ns, big_names[len(big_names) // 2], topo, 2)
+            t_during = first_write(kube, big_ns, big_names[len(big_names) // 2], topo, CHANGED_REPLICAS)
             decided_at_write = op.decided() - first_pass
         finally:
             op.stop()
