@@ -157,6 +157,15 @@ ANN_RESTORE = "pools.multigres.com/restore"
 ANN_RESTORE_DRILL_REQUEST = "pools.multigres.com/restore-drill-request"
 ANN_RESTORE_DRILL = "pools.multigres.com/restore-drill"
 RESTORE_DRILL_CONTAINER = "restore-drill"
+# A clone (spec.backup.cloneFrom, v0.1.0 filesystem repositories; docs/operations.md "Clone a shard").
+# ANN_CLONE is the engine's record on the MultigresShard (JSON, plan/clone.py): the source, the copy
+# of its repository into this shard's backup PVC (state CloneState, the copy pod, when, what backups).
+# ANN_CLONE_ELECTION is the agent's (JSON, agent/clone_election.py): once the copy is done and every
+# pooler restored it, the one certified rule change that makes this shard's poolers the cohort
+# (state ElectionState, term, leader, frozenLsn, outgoingRule, at, message).
+ANN_CLONE = "pools.multigres.com/clone"
+ANN_CLONE_ELECTION = "pools.multigres.com/clone-election"
+CLONE_COPY_CONTAINER = "clone-copy"
 # On a v0.1.0 pool pod, written by the agent (agent/stuck_start.py): its multipooler has been
 # starting a PostgreSQL that is not running for longer than the agent's --stuck-start-after, which
 # v0.1.0 never starts again by itself; the value is when that start began (RFC 3339). The engine drains
@@ -346,6 +355,22 @@ class RestoreState(StrEnum):
     FIRST_BACKUP = "first-backup"
     RESTORED = "restored"
     INITIALIZED = "initialized"  # after a first backup: a new shard, nothing restored
+
+
+class CloneState(StrEnum):
+    """The `state` of ANN_CLONE: the copy of the source's repository."""
+
+    COPYING = "Copying"
+    COPIED = "Copied"
+    FAILED = "Failed"
+
+
+class ElectionState(StrEnum):
+    """The `state` of ANN_CLONE_ELECTION: the clone's first primary."""
+
+    WAITING = "Waiting"  # not every pooler restored the copy yet, or its LSN still moves
+    ELECTED = "Elected"  # a primary of this shard's own cohort exists
+    FAILED = "Failed"  # the last attempt failed (message); the agent tries again
 
 
 class DrillResult(StrEnum):

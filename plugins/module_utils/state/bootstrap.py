@@ -186,14 +186,6 @@ def restoring_condition(pods: Iterable[Manifest]) -> Manifest:
                            f"{', '.join(name for name, fact in running)}: {what} (since {since})")
 
 
-def _lsn(text: str) -> int:
-    high, low = text.partition("/")[::2]
-    try:
-        return (int(high, 16) << 32) + int(low, 16)
-    except ValueError:
-        return -1
-
-
 def restore_status(pods: Iterable[Manifest]) -> Manifest:
     """status.restore: the pods restoring now (state Restoring), else what the pods that restored last
     report (state Restored: the backup, the newest WAL position reached, when); {} when none did."""
@@ -214,5 +206,5 @@ def restore_status(pods: Iterable[Manifest]) -> Manifest:
         out["backupId"] = ids[-1]
     positions = [str(fact["walPosition"]) for fact in done if fact.get("walPosition")]
     if positions:
-        out["walPosition"] = max(positions, key=_lsn)
+        out["walPosition"] = max(positions, key=lambda p: facts.lsn_bytes(p) or -1)
     return {"restore": out}

@@ -99,6 +99,15 @@ def parse_time(text: str | None) -> dt.datetime | None:
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)
 
 
+def lsn_bytes(lsn: str) -> int | None:
+    """PostgreSQL's `X/Y` (two hex halves) as a byte position; None when it is not one."""
+    high, sep, low = lsn.partition("/")
+    try:
+        return (int(high, 16) << 32) + int(low, 16) if sep else None
+    except ValueError:
+        return None
+
+
 def format_time(stamp: dt.datetime) -> str:
     return stamp.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

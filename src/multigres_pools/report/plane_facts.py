@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
+
 from ..dataplane.base import STUCK_START_S, Backup, Pooler, PoolerId, Survey, SyncReplication
 from . import units
 from .model import PodRow, PoolerProblem, Replication, Report, RepositoryBackup, Sync
@@ -109,12 +111,12 @@ def _positions(pods: list[PodRow], survey: Survey | None) -> None:
     """Each pod's WAL position and, for a standby, how far its replay is behind the primary. The
     answers come from one parallel round, so a standby may read a little ahead: never below 0."""
     by_name = {_name(s.id): s for s in survey.poolers if not s.error} if survey else {}
-    head = next((units.lsn_bytes(s.lsn) for s in by_name.values() if s.primary), None)
+    head = next((facts.lsn_bytes(s.lsn) for s in by_name.values() if s.primary), None)
     for pod in pods:
         status = by_name.get(pod.pooler)
         if status is None:
             continue
         pod.lsn = status.lsn
-        position = units.lsn_bytes(status.lsn)
+        position = facts.lsn_bytes(status.lsn)
         if not status.primary and head is not None and position is not None:
             pod.lag_bytes = max(0, head - position)

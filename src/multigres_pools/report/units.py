@@ -7,15 +7,6 @@ import datetime as dt
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 
-def lsn_bytes(lsn: str) -> int | None:
-    """PostgreSQL's `X/Y` (two hex halves) as a byte position; None when it is not one."""
-    high, sep, low = lsn.partition("/")
-    try:
-        return (int(high, 16) << 32) + int(low, 16) if sep else None
-    except ValueError:
-        return None
-
-
 def size(n: int) -> str:
     """1536 -> `1.5 KiB`; whole bytes below 1 KiB."""
     if n < 1024:

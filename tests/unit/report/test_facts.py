@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import replace
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.dataplane.base import Backup, Leadership, Pooler, PoolerId, PoolerStatus, Survey, SyncReplication
 from multigres_pools.report import plane_facts, shard_facts, units, verdict
@@ -17,8 +18,8 @@ from .fixtures import name
 
 
 def test_lsn_positions_sizes_and_ages() -> None:
-    assert units.lsn_bytes("0/5000060") == 0x5000060 and units.lsn_bytes("1/0") == 1 << 32
-    assert units.lsn_bytes("") is None and units.lsn_bytes("zz/1") is None
+    assert facts.lsn_bytes("0/5000060") == 0x5000060 and facts.lsn_bytes("1/0") == 1 << 32
+    assert facts.lsn_bytes("") is None and facts.lsn_bytes("zz/1") is None
     assert [units.size(n) for n in (0, 1023, 1536, 23 * 2**20)] == ["0 B", "1023 B", "1.5 KiB", "23.0 MiB"]
     assert [units.duration(s) for s in (5, 119, 120, 7199, 7200, 172800)] == ["5s", "119s", "2m", "119m", "2h",
                                                                                "2d"]

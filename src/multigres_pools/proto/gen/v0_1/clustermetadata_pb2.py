@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1av0_1/clustermetadata.proto\x12\x1cmgpools.v0_1.clustermetadata\"\xb3\x01\n\x02ID\x12\x41\n\tcomponent\x18\x01 \x01(\x0e\x32..mgpools.v0_1.clustermetadata.ID.ComponentType\x12\x0c\n\x04\x63\x65ll\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"N\n\rComponentType\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0f\n\x0bMULTIPOOLER\x10\x01\x12\x10\n\x0cMULTIGATEWAY\x10\x02\x12\r\n\tMULTIORCH\x10\x03\"&\n\x08KeyRange\x12\r\n\x05start\x18\x01 \x01(\x0c\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x0c\"@\n\x08ShardKey\x12\x10\n\x08\x64\x61tabase\x18\x01 \x01(\t\x12\x13\n\x0btable_group\x18\x02 \x01(\t\x12\r\n\x05shard\x18\x03 \x01(\t\"\xe9\x03\n\x0bMultiPooler\x12,\n\x02id\x18\x01 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x39\n\tshard_key\x18\x02 \x01(\x0b\x32&.mgpools.v0_1.clustermetadata.ShardKey\x12\x39\n\tkey_range\x18\x05 \x01(\x0b\x32&.mgpools.v0_1.clustermetadata.KeyRange\x12\x36\n\x04type\x18\x06 \x01(\x0e\x32(.mgpools.v0_1.clustermetadata.PoolerType\x12I\n\x0eserving_status\x18\x07 \x01(\x0e\x32\x31.mgpools.v0_1.clustermetadata.PoolerServingStatus\x12\x10\n\x08hostname\x18\x08 \x01(\t\x12H\n\x08port_map\x18\t \x03(\x0b\x32\x36.mgpools.v0_1.clustermetadata.MultiPooler.PortMapEntry\x12\x12\n\npooler_dir\x18\n \x01(\t\x12\x13\n\x0bpg_data_dir\x18\x0b \x01(\t\x1a.\n\x0cPortMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"\xc3\x01\n\tMultiOrch\x12,\n\x02id\x18\x01 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x10\n\x08hostname\x18\x02 \x01(\t\x12\x46\n\x08port_map\x18\x03 \x03(\x0b\x32\x34.mgpools.v0_1.clustermetadata.MultiOrch.PortMapEntry\x1a.\n\x0cPortMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"\xab\x01\n\x10\x44urabilityPolicy\x12\x13\n\x0bpolicy_name\x18\x01 \x01(\t\x12\x16\n\x0epolicy_version\x18\x02 \x01(\x03\x12=\n\x0bquorum_type\x18\x03 \x01(\x0e\x32(.mgpools.v0_1.clustermetadata.QuorumType\x12\x16\n\x0erequired_count\x18\x04 \x01(\x05\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\">\n\nRuleNumber\x12\x18\n\x10\x63oordinator_term\x18\x01 \x01(\x03\x12\x16\n\x0eleader_subterm\x18\x02 \x01(\x03\"\xbe\x02\n\tShardRule\x12=\n\x0brule_number\x18\x01 \x01(\x0b\x32(.mgpools.v0_1.clustermetadata.RuleNumber\x12\x33\n\tleader_id\x18\x02 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x38\n\x0e\x63ohort_members\x18\x03 \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12I\n\x11\x64urability_policy\x18\x04 \x01(\x0b\x32..mgpools.v0_1.clustermetadata.DurabilityPolicy\x12\x38\n\x0e\x63oordinator_id\x18\x05 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\"T\n\x0ePoolerPosition\x12\x35\n\x04rule\x18\x01 \x01(\x0b\x32\'.mgpools.v0_1.clustermetadata.ShardRule\x12\x0b\n\x03lsn\x18\x02 \x01(\t\"b\n\rPoolerAddress\x12,\n\x02id\x18\x01 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x15\n\rpostgres_port\x18\x03 \x01(\x05\"\x89\x01\n\x12ReplicationPrimary\x12\x35\n\x04rule\x18\x01 \x01(\x0b\x32\'.mgpools.v0_1.clustermetadata.ShardRule\x12<\n\x07primary\x18\x02 \x01(\x0b\x32+.mgpools.v0_1.clustermetadata.PoolerAddress\"\xd6\x01\n\x0f\x43onsensusStatus\x12\x46\n\x10\x63urrent_position\x18\x02 \x01(\x0b\x32,.mgpools.v0_1.clustermetadata.PoolerPosition\x12M\n\x13replication_primary\x18\x03 \x01(\x0b\x32\x30.mgpools.v0_1.clustermetadata.ReplicationPrimary\x12,\n\x02id\x18\x04 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\"g\n\x10LeadershipStatus\x12\x13\n\x0bleader_term\x18\x01 \x01(\x03\x12>\n\x06signal\x18\x02 \x01(\x0e\x32..mgpools.v0_1.clustermetadata.LeadershipSignal\"`\n\x17\x43ohortEligibilityStatus\x12\x45\n\x06signal\x18\x01 \x01(\x0e\x32\x35.mgpools.v0_1.clustermetadata.CohortEligibilitySignal\"\xb9\x01\n\x12\x41vailabilityStatus\x12I\n\x11leadership_status\x18\x01 \x01(\x0b\x32..mgpools.v0_1.clustermetadata.LeadershipStatus\x12X\n\x19\x63ohort_eligibility_status\x18\x02 \x01(\x0b\x32\x35.mgpools.v0_1.clustermetadata.CohortEligibilityStatus*@\n\nPoolerType\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0b\n\x07PRIMARY\x10\x01\x12\x0b\n\x07REPLICA\x10\x02\x12\x0b\n\x07\x44RAINED\x10\x03*L\n\x13PoolerServingStatus\x12\x0b\n\x07SERVING\x10\x00\x12\x0f\n\x0bNOT_SERVING\x10\x01\x12\n\n\x06\x42\x41\x43KUP\x10\x02\x12\x0b\n\x07RESTORE\x10\x03*h\n\nQuorumType\x12\x17\n\x13QUORUM_TYPE_UNKNOWN\x10\x00\x12\x1a\n\x16QUORUM_TYPE_AT_LEAST_N\x10\x03\x12%\n!QUORUM_TYPE_MULTI_CELL_AT_LEAST_N\x10\x04*z\n\x10LeadershipSignal\x12\x1d\n\x19LEADERSHIP_SIGNAL_UNKNOWN\x10\x00\x12\x1c\n\x18LEADERSHIP_SIGNAL_ACTIVE\x10\x01\x12)\n%LEADERSHIP_SIGNAL_REQUESTING_DEMOTION\x10\x02*\x92\x01\n\x17\x43ohortEligibilitySignal\x12%\n!COHORT_ELIGIBILITY_SIGNAL_UNKNOWN\x10\x00\x12&\n\"COHORT_ELIGIBILITY_SIGNAL_ELIGIBLE\x10\x01\x12(\n$COHORT_ELIGIBILITY_SIGNAL_INELIGIBLE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1av0_1/clustermetadata.proto\x12\x1cmgpools.v0_1.clustermetadata\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb3\x01\n\x02ID\x12\x41\n\tcomponent\x18\x01 \x01(\x0e\x32..mgpools.v0_1.clustermetadata.ID.ComponentType\x12\x0c\n\x04\x63\x65ll\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"N\n\rComponentType\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0f\n\x0bMULTIPOOLER\x10\x01\x12\x10\n\x0cMULTIGATEWAY\x10\x02\x12\r\n\tMULTIORCH\x10\x03\"&\n\x08KeyRange\x12\r\n\x05start\x18\x01 \x01(\x0c\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x0c\"@\n\x08ShardKey\x12\x10\n\x08\x64\x61tabase\x18\x01 \x01(\t\x12\x13\n\x0btable_group\x18\x02 \x01(\t\x12\r\n\x05shard\x18\x03 \x01(\t\"\xe9\x03\n\x0bMultiPooler\x12,\n\x02id\x18\x01 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x39\n\tshard_key\x18\x02 \x01(\x0b\x32&.mgpools.v0_1.clustermetadata.ShardKey\x12\x39\n\tkey_range\x18\x05 \x01(\x0b\x32&.mgpools.v0_1.clustermetadata.KeyRange\x12\x36\n\x04type\x18\x06 \x01(\x0e\x32(.mgpools.v0_1.clustermetadata.PoolerType\x12I\n\x0eserving_status\x18\x07 \x01(\x0e\x32\x31.mgpools.v0_1.clustermetadata.PoolerServingStatus\x12\x10\n\x08hostname\x18\x08 \x01(\t\x12H\n\x08port_map\x18\t \x03(\x0b\x32\x36.mgpools.v0_1.clustermetadata.MultiPooler.PortMapEntry\x12\x12\n\npooler_dir\x18\n \x01(\t\x12\x13\n\x0bpg_data_dir\x18\x0b \x01(\t\x1a.\n\x0cPortMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"\xc3\x01\n\tMultiOrch\x12,\n\x02id\x18\x01 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x10\n\x08hostname\x18\x02 \x01(\t\x12\x46\n\x08port_map\x18\x03 \x03(\x0b\x32\x34.mgpools.v0_1.clustermetadata.MultiOrch.PortMapEntry\x1a.\n\x0cPortMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\"\xab\x01\n\x10\x44urabilityPolicy\x12\x13\n\x0bpolicy_name\x18\x01 \x01(\t\x12\x16\n\x0epolicy_version\x18\x02 \x01(\x03\x12=\n\x0bquorum_type\x18\x03 \x01(\x0e\x32(.mgpools.v0_1.clustermetadata.QuorumType\x12\x16\n\x0erequired_count\x18\x04 \x01(\x05\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\">\n\nRuleNumber\x12\x18\n\x10\x63oordinator_term\x18\x01 \x01(\x03\x12\x16\n\x0eleader_subterm\x18\x02 \x01(\x03\"\xf1\x02\n\tShardRule\x12=\n\x0brule_number\x18\x01 \x01(\x0b\x32(.mgpools.v0_1.clustermetadata.RuleNumber\x12\x33\n\tleader_id\x18\x02 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x38\n\x0e\x63ohort_members\x18\x03 \x03(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12I\n\x11\x64urability_policy\x18\x04 \x01(\x0b\x32..mgpools.v0_1.clustermetadata.DurabilityPolicy\x12\x38\n\x0e\x63oordinator_id\x18\x05 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x31\n\rcreation_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xee\x01\n\x0eTermRevocation\x12\x1a\n\x12revoked_below_term\x18\x01 \x01(\x03\x12\x41\n\x17\x61\x63\x63\x65pted_coordinator_id\x18\x02 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12<\n\x18\x63oordinator_initiated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12?\n\routgoing_rule\x18\x04 \x01(\x0b\x32(.mgpools.v0_1.clustermetadata.RuleNumber\"z\n\x1d\x45xternallyCertifiedRevocation\x12\x45\n\x0fterm_revocation\x18\x01 \x01(\x0b\x32,.mgpools.v0_1.clustermetadata.TermRevocation\x12\x12\n\nfrozen_lsn\x18\x02 \x01(\t\"T\n\x0ePoolerPosition\x12\x35\n\x04rule\x18\x01 \x01(\x0b\x32\'.mgpools.v0_1.clustermetadata.ShardRule\x12\x0b\n\x03lsn\x18\x02 \x01(\t\"b\n\rPoolerAddress\x12,\n\x02id\x18\x01 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x15\n\rpostgres_port\x18\x03 \x01(\x05\"\x89\x01\n\x12ReplicationPrimary\x12\x35\n\x04rule\x18\x01 \x01(\x0b\x32\'.mgpools.v0_1.clustermetadata.ShardRule\x12<\n\x07primary\x18\x02 \x01(\x0b\x32+.mgpools.v0_1.clustermetadata.PoolerAddress\"\x9d\x02\n\x0f\x43onsensusStatus\x12\x45\n\x0fterm_revocation\x18\x01 \x01(\x0b\x32,.mgpools.v0_1.clustermetadata.TermRevocation\x12\x46\n\x10\x63urrent_position\x18\x02 \x01(\x0b\x32,.mgpools.v0_1.clustermetadata.PoolerPosition\x12M\n\x13replication_primary\x18\x03 \x01(\x0b\x32\x30.mgpools.v0_1.clustermetadata.ReplicationPrimary\x12,\n\x02id\x18\x04 \x01(\x0b\x32 .mgpools.v0_1.clustermetadata.ID\"g\n\x10LeadershipStatus\x12\x13\n\x0bleader_term\x18\x01 \x01(\x03\x12>\n\x06signal\x18\x02 \x01(\x0e\x32..mgpools.v0_1.clustermetadata.LeadershipSignal\"`\n\x17\x43ohortEligibilityStatus\x12\x45\n\x06signal\x18\x01 \x01(\x0e\x32\x35.mgpools.v0_1.clustermetadata.CohortEligibilitySignal\"\xb9\x01\n\x12\x41vailabilityStatus\x12I\n\x11leadership_status\x18\x01 \x01(\x0b\x32..mgpools.v0_1.clustermetadata.LeadershipStatus\x12X\n\x19\x63ohort_eligibility_status\x18\x02 \x01(\x0b\x32\x35.mgpools.v0_1.clustermetadata.CohortEligibilityStatus*@\n\nPoolerType\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0b\n\x07PRIMARY\x10\x01\x12\x0b\n\x07REPLICA\x10\x02\x12\x0b\n\x07\x44RAINED\x10\x03*L\n\x13PoolerServingStatus\x12\x0b\n\x07SERVING\x10\x00\x12\x0f\n\x0bNOT_SERVING\x10\x01\x12\n\n\x06\x42\x41\x43KUP\x10\x02\x12\x0b\n\x07RESTORE\x10\x03*h\n\nQuorumType\x12\x17\n\x13QUORUM_TYPE_UNKNOWN\x10\x00\x12\x1a\n\x16QUORUM_TYPE_AT_LEAST_N\x10\x03\x12%\n!QUORUM_TYPE_MULTI_CELL_AT_LEAST_N\x10\x04*z\n\x10LeadershipSignal\x12\x1d\n\x19LEADERSHIP_SIGNAL_UNKNOWN\x10\x00\x12\x1c\n\x18LEADERSHIP_SIGNAL_ACTIVE\x10\x01\x12)\n%LEADERSHIP_SIGNAL_REQUESTING_DEMOTION\x10\x02*\x92\x01\n\x17\x43ohortEligibilitySignal\x12%\n!COHORT_ELIGIBILITY_SIGNAL_UNKNOWN\x10\x00\x12&\n\"COHORT_ELIGIBILITY_SIGNAL_ELIGIBLE\x10\x01\x12(\n$COHORT_ELIGIBILITY_SIGNAL_INELIGIBLE\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,50 +36,54 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MULTIPOOLER_PORTMAPENTRY']._serialized_options = b'8\001'
   _globals['_MULTIORCH_PORTMAPENTRY']._loaded_options = None
   _globals['_MULTIORCH_PORTMAPENTRY']._serialized_options = b'8\001'
-  _globals['_POOLERTYPE']._serialized_start=2531
-  _globals['_POOLERTYPE']._serialized_end=2595
-  _globals['_POOLERSERVINGSTATUS']._serialized_start=2597
-  _globals['_POOLERSERVINGSTATUS']._serialized_end=2673
-  _globals['_QUORUMTYPE']._serialized_start=2675
-  _globals['_QUORUMTYPE']._serialized_end=2779
-  _globals['_LEADERSHIPSIGNAL']._serialized_start=2781
-  _globals['_LEADERSHIPSIGNAL']._serialized_end=2903
-  _globals['_COHORTELIGIBILITYSIGNAL']._serialized_start=2906
-  _globals['_COHORTELIGIBILITYSIGNAL']._serialized_end=3052
-  _globals['_ID']._serialized_start=61
-  _globals['_ID']._serialized_end=240
-  _globals['_ID_COMPONENTTYPE']._serialized_start=162
-  _globals['_ID_COMPONENTTYPE']._serialized_end=240
-  _globals['_KEYRANGE']._serialized_start=242
-  _globals['_KEYRANGE']._serialized_end=280
-  _globals['_SHARDKEY']._serialized_start=282
-  _globals['_SHARDKEY']._serialized_end=346
-  _globals['_MULTIPOOLER']._serialized_start=349
-  _globals['_MULTIPOOLER']._serialized_end=838
-  _globals['_MULTIPOOLER_PORTMAPENTRY']._serialized_start=792
-  _globals['_MULTIPOOLER_PORTMAPENTRY']._serialized_end=838
-  _globals['_MULTIORCH']._serialized_start=841
-  _globals['_MULTIORCH']._serialized_end=1036
-  _globals['_MULTIORCH_PORTMAPENTRY']._serialized_start=792
-  _globals['_MULTIORCH_PORTMAPENTRY']._serialized_end=838
-  _globals['_DURABILITYPOLICY']._serialized_start=1039
-  _globals['_DURABILITYPOLICY']._serialized_end=1210
-  _globals['_RULENUMBER']._serialized_start=1212
-  _globals['_RULENUMBER']._serialized_end=1274
-  _globals['_SHARDRULE']._serialized_start=1277
-  _globals['_SHARDRULE']._serialized_end=1595
-  _globals['_POOLERPOSITION']._serialized_start=1597
-  _globals['_POOLERPOSITION']._serialized_end=1681
-  _globals['_POOLERADDRESS']._serialized_start=1683
-  _globals['_POOLERADDRESS']._serialized_end=1781
-  _globals['_REPLICATIONPRIMARY']._serialized_start=1784
-  _globals['_REPLICATIONPRIMARY']._serialized_end=1921
-  _globals['_CONSENSUSSTATUS']._serialized_start=1924
-  _globals['_CONSENSUSSTATUS']._serialized_end=2138
-  _globals['_LEADERSHIPSTATUS']._serialized_start=2140
-  _globals['_LEADERSHIPSTATUS']._serialized_end=2243
-  _globals['_COHORTELIGIBILITYSTATUS']._serialized_start=2245
-  _globals['_COHORTELIGIBILITYSTATUS']._serialized_end=2341
-  _globals['_AVAILABILITYSTATUS']._serialized_start=2344
-  _globals['_AVAILABILITYSTATUS']._serialized_end=2529
+  _globals['_POOLERTYPE']._serialized_start=3051
+  _globals['_POOLERTYPE']._serialized_end=3115
+  _globals['_POOLERSERVINGSTATUS']._serialized_start=3117
+  _globals['_POOLERSERVINGSTATUS']._serialized_end=3193
+  _globals['_QUORUMTYPE']._serialized_start=3195
+  _globals['_QUORUMTYPE']._serialized_end=3299
+  _globals['_LEADERSHIPSIGNAL']._serialized_start=3301
+  _globals['_LEADERSHIPSIGNAL']._serialized_end=3423
+  _globals['_COHORTELIGIBILITYSIGNAL']._serialized_start=3426
+  _globals['_COHORTELIGIBILITYSIGNAL']._serialized_end=3572
+  _globals['_ID']._serialized_start=94
+  _globals['_ID']._serialized_end=273
+  _globals['_ID_COMPONENTTYPE']._serialized_start=195
+  _globals['_ID_COMPONENTTYPE']._serialized_end=273
+  _globals['_KEYRANGE']._serialized_start=275
+  _globals['_KEYRANGE']._serialized_end=313
+  _globals['_SHARDKEY']._serialized_start=315
+  _globals['_SHARDKEY']._serialized_end=379
+  _globals['_MULTIPOOLER']._serialized_start=382
+  _globals['_MULTIPOOLER']._serialized_end=871
+  _globals['_MULTIPOOLER_PORTMAPENTRY']._serialized_start=825
+  _globals['_MULTIPOOLER_PORTMAPENTRY']._serialized_end=871
+  _globals['_MULTIORCH']._serialized_start=874
+  _globals['_MULTIORCH']._serialized_end=1069
+  _globals['_MULTIORCH_PORTMAPENTRY']._serialized_start=825
+  _globals['_MULTIORCH_PORTMAPENTRY']._serialized_end=871
+  _globals['_DURABILITYPOLICY']._serialized_start=1072
+  _globals['_DURABILITYPOLICY']._serialized_end=1243
+  _globals['_RULENUMBER']._serialized_start=1245
+  _globals['_RULENUMBER']._serialized_end=1307
+  _globals['_SHARDRULE']._serialized_start=1310
+  _globals['_SHARDRULE']._serialized_end=1679
+  _globals['_TERMREVOCATION']._serialized_start=1682
+  _globals['_TERMREVOCATION']._serialized_end=1920
+  _globals['_EXTERNALLYCERTIFIEDREVOCATION']._serialized_start=1922
+  _globals['_EXTERNALLYCERTIFIEDREVOCATION']._serialized_end=2044
+  _globals['_POOLERPOSITION']._serialized_start=2046
+  _globals['_POOLERPOSITION']._serialized_end=2130
+  _globals['_POOLERADDRESS']._serialized_start=2132
+  _globals['_POOLERADDRESS']._serialized_end=2230
+  _globals['_REPLICATIONPRIMARY']._serialized_start=2233
+  _globals['_REPLICATIONPRIMARY']._serialized_end=2370
+  _globals['_CONSENSUSSTATUS']._serialized_start=2373
+  _globals['_CONSENSUSSTATUS']._serialized_end=2658
+  _globals['_LEADERSHIPSTATUS']._serialized_start=2660
+  _globals['_LEADERSHIPSTATUS']._serialized_end=2763
+  _globals['_COHORTELIGIBILITYSTATUS']._serialized_start=2765
+  _globals['_COHORTELIGIBILITYSTATUS']._serialized_end=2861
+  _globals['_AVAILABILITYSTATUS']._serialized_start=2864
+  _globals['_AVAILABILITYSTATUS']._serialized_end=3049
 # @@protoc_insertion_point(module_scope)

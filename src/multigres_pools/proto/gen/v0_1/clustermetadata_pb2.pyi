@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -163,18 +166,40 @@ class RuleNumber(_message.Message):
     def __init__(self, coordinator_term: _Optional[int] = ..., leader_subterm: _Optional[int] = ...) -> None: ...
 
 class ShardRule(_message.Message):
-    __slots__ = ("rule_number", "leader_id", "cohort_members", "durability_policy", "coordinator_id")
+    __slots__ = ("rule_number", "leader_id", "cohort_members", "durability_policy", "coordinator_id", "creation_time")
     RULE_NUMBER_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     COHORT_MEMBERS_FIELD_NUMBER: _ClassVar[int]
     DURABILITY_POLICY_FIELD_NUMBER: _ClassVar[int]
     COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATION_TIME_FIELD_NUMBER: _ClassVar[int]
     rule_number: RuleNumber
     leader_id: ID
     cohort_members: _containers.RepeatedCompositeFieldContainer[ID]
     durability_policy: DurabilityPolicy
     coordinator_id: ID
-    def __init__(self, rule_number: _Optional[_Union[RuleNumber, _Mapping]] = ..., leader_id: _Optional[_Union[ID, _Mapping]] = ..., cohort_members: _Optional[_Iterable[_Union[ID, _Mapping]]] = ..., durability_policy: _Optional[_Union[DurabilityPolicy, _Mapping]] = ..., coordinator_id: _Optional[_Union[ID, _Mapping]] = ...) -> None: ...
+    creation_time: _timestamp_pb2.Timestamp
+    def __init__(self, rule_number: _Optional[_Union[RuleNumber, _Mapping]] = ..., leader_id: _Optional[_Union[ID, _Mapping]] = ..., cohort_members: _Optional[_Iterable[_Union[ID, _Mapping]]] = ..., durability_policy: _Optional[_Union[DurabilityPolicy, _Mapping]] = ..., coordinator_id: _Optional[_Union[ID, _Mapping]] = ..., creation_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class TermRevocation(_message.Message):
+    __slots__ = ("revoked_below_term", "accepted_coordinator_id", "coordinator_initiated_at", "outgoing_rule")
+    REVOKED_BELOW_TERM_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_INITIATED_AT_FIELD_NUMBER: _ClassVar[int]
+    OUTGOING_RULE_FIELD_NUMBER: _ClassVar[int]
+    revoked_below_term: int
+    accepted_coordinator_id: ID
+    coordinator_initiated_at: _timestamp_pb2.Timestamp
+    outgoing_rule: RuleNumber
+    def __init__(self, revoked_below_term: _Optional[int] = ..., accepted_coordinator_id: _Optional[_Union[ID, _Mapping]] = ..., coordinator_initiated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outgoing_rule: _Optional[_Union[RuleNumber, _Mapping]] = ...) -> None: ...
+
+class ExternallyCertifiedRevocation(_message.Message):
+    __slots__ = ("term_revocation", "frozen_lsn")
+    TERM_REVOCATION_FIELD_NUMBER: _ClassVar[int]
+    FROZEN_LSN_FIELD_NUMBER: _ClassVar[int]
+    term_revocation: TermRevocation
+    frozen_lsn: str
+    def __init__(self, term_revocation: _Optional[_Union[TermRevocation, _Mapping]] = ..., frozen_lsn: _Optional[str] = ...) -> None: ...
 
 class PoolerPosition(_message.Message):
     __slots__ = ("rule", "lsn")
@@ -203,14 +228,16 @@ class ReplicationPrimary(_message.Message):
     def __init__(self, rule: _Optional[_Union[ShardRule, _Mapping]] = ..., primary: _Optional[_Union[PoolerAddress, _Mapping]] = ...) -> None: ...
 
 class ConsensusStatus(_message.Message):
-    __slots__ = ("current_position", "replication_primary", "id")
+    __slots__ = ("term_revocation", "current_position", "replication_primary", "id")
+    TERM_REVOCATION_FIELD_NUMBER: _ClassVar[int]
     CURRENT_POSITION_FIELD_NUMBER: _ClassVar[int]
     REPLICATION_PRIMARY_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    term_revocation: TermRevocation
     current_position: PoolerPosition
     replication_primary: ReplicationPrimary
     id: ID
-    def __init__(self, current_position: _Optional[_Union[PoolerPosition, _Mapping]] = ..., replication_primary: _Optional[_Union[ReplicationPrimary, _Mapping]] = ..., id: _Optional[_Union[ID, _Mapping]] = ...) -> None: ...
+    def __init__(self, term_revocation: _Optional[_Union[TermRevocation, _Mapping]] = ..., current_position: _Optional[_Union[PoolerPosition, _Mapping]] = ..., replication_primary: _Optional[_Union[ReplicationPrimary, _Mapping]] = ..., id: _Optional[_Union[ID, _Mapping]] = ...) -> None: ...
 
 class LeadershipStatus(_message.Message):
     __slots__ = ("leader_term", "signal")

@@ -22,17 +22,22 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from . import clustermetadata_pb2 as v0__1_dot_clustermetadata__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18v0_1/multiorchdata.proto\x12\x1amgpools.v0_1.multiorchdata\"/\n\x19TriggerRecoveryNowRequest\x12\x12\n\nmax_cycles\x18\x01 \x01(\r\"=\n\x1aTriggerRecoveryNowResponse\x12\x1f\n\x17remaining_problem_codes\x18\x04 \x03(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18v0_1/multiorchdata.proto\x12\x1amgpools.v0_1.multiorchdata\x1a\x1av0_1/clustermetadata.proto\"/\n\x19TriggerRecoveryNowRequest\x12\x12\n\nmax_cycles\x18\x01 \x01(\r\"=\n\x1aTriggerRecoveryNowResponse\x12\x1f\n\x17remaining_problem_codes\x18\x04 \x03(\t\"\xf7\x01\n\x1f\x41pplyCertifiedRuleChangeRequest\x12\x39\n\tshard_key\x18\x01 \x01(\x0b\x32&.mgpools.v0_1.clustermetadata.ShardKey\x12>\n\rproposed_rule\x18\x02 \x01(\x0b\x32\'.mgpools.v0_1.clustermetadata.ShardRule\x12I\n\x04\x63\x65rt\x18\x03 \x01(\x0b\x32;.mgpools.v0_1.clustermetadata.ExternallyCertifiedRevocation\x12\x0e\n\x06reason\x18\x04 \x01(\t\"\"\n ApplyCertifiedRuleChangeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'v0_1.multiorchdata_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TRIGGERRECOVERYNOWREQUEST']._serialized_start=56
-  _globals['_TRIGGERRECOVERYNOWREQUEST']._serialized_end=103
-  _globals['_TRIGGERRECOVERYNOWRESPONSE']._serialized_start=105
-  _globals['_TRIGGERRECOVERYNOWRESPONSE']._serialized_end=166
+  _globals['_TRIGGERRECOVERYNOWREQUEST']._serialized_start=84
+  _globals['_TRIGGERRECOVERYNOWREQUEST']._serialized_end=131
+  _globals['_TRIGGERRECOVERYNOWRESPONSE']._serialized_start=133
+  _globals['_TRIGGERRECOVERYNOWRESPONSE']._serialized_end=194
+  _globals['_APPLYCERTIFIEDRULECHANGEREQUEST']._serialized_start=197
+  _globals['_APPLYCERTIFIEDRULECHANGEREQUEST']._serialized_end=444
+  _globals['_APPLYCERTIFIEDRULECHANGERESPONSE']._serialized_start=446
+  _globals['_APPLYCERTIFIEDRULECHANGERESPONSE']._serialized_end=480
 # @@protoc_insertion_point(module_scope)
