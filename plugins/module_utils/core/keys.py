@@ -61,6 +61,7 @@ COMPONENT_BACKUP = "shard-backup"
 COMPONENT_CONFIG = "shard-config"
 COMPONENT_NETWORK_POLICY = "shard-network-policy"
 COMPONENT_RESTORE_DRILL = "restore-drill"
+COMPONENT_CLONE_COPY = "clone-copy"  # the throwaway pod copying a clone's source repository
 
 # Label keys whose values we set on every object we render; user-supplied pod labels may not use them.
 OWNED_LABEL_KEYS = (LABEL_APP_NAME, LABEL_APP_INSTANCE, LABEL_APP_COMPONENT, LABEL_APP_PART_OF, LABEL_APP_MANAGED_BY)
@@ -267,6 +268,9 @@ class ShardCondition(StrEnum):
     # Whether the last restore drill brought the newest backup up in a throwaway pod and a query answered
     # (plan/drill.py); present once a drill ended.
     BACKUP_VERIFIED = "BackupVerified"
+    # A clone (spec.backup.cloneFrom): True while its source's repository is copied, restored and its
+    # own cohort's first primary elected; False (reason Cloned) after; status.clone tells the story.
+    CLONING = "Cloning"
 
 
 # The status of each condition that means something waits or is wrong: what `multigres-pools status`

@@ -123,6 +123,11 @@ def restore_drill_pod_name(sid: ShardId) -> str:
     return join(POD, *sid.parts, "restore-drill")
 
 
+def clone_copy_pod_name(sid: ShardId) -> str:
+    """The throwaway pod that copies a clone's source repository into its backup PVC (plan/clone.py)."""
+    return join(POD, *sid.parts, "clone-copy")
+
+
 def multiorch_deployment_name(sid: ShardId, cell: str) -> str:
     return join(DEFAULT, *sid.parts, "multiorch", cell)
 

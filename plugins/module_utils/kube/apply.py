@@ -60,12 +60,13 @@ class Applier:
         self.client, self.namespace, self.dry_run, self.stamp = client, namespace, dry_run, stamp
 
     def run(self, planned: list[Action]) -> list[Outcome]:
-        """Execute in order; stop at the first real failure (later steps may depend on it)."""
+        """Execute in order; stop at the first real failure (later steps may depend on it), and at a
+        conflict on a record later steps depend on (Action.guards_rest)."""
         outcomes = []
         for action in planned:
             outcome = self._one(action)
             outcomes.append(outcome)
-            if outcome.result == "failed":
+            if outcome.result == "failed" or (outcome.result == "conflict" and action.guards_rest):
                 break
         return outcomes
 
@@ -169,6 +170,14 @@ class Applier:
         body = action.body or {}
         gen: GeneratedPassword = body["password"]
         value = base64.b64encode(secrets.token_urlsafe(32).encode()).decode()
+        if gen.copy_from is not None:  # a clone: the source's password, which its restored users have
+            name, key = gen.copy_from
+            source = self.client.get("v1", "Secret", self.namespace, name)
+            value = ((source or {}).get("data") or {}).get(key) or ""
+            if not value:
+                return "failed", (f"spec.backup.cloneFrom: the source's password Secret {name} "
+                                  f"{'has no key ' + repr(key) if source else 'does not exist'}: the clone "
+                                  "cannot log in to the restored server without it"), None
         secret = self._secret(gen.secret, {gen.key: value}, gen, body.get("ownerReferences") or [])
         try:
             created = self._create_secret(secret)

@@ -27,7 +27,8 @@ def read_shard(client: Reader, namespace: str, name: str) -> Manifest | None:
 
 def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None,
             kinds: Iterable[tuple[str, str]] = INFRA_KINDS,
-            metadata_kinds: Iterable[tuple[str, str]] = (), drill_pod: str | None = None) -> Observed:
+            metadata_kinds: Iterable[tuple[str, str]] = (), drill_pod: str | None = None,
+            clone_pod: str | None = None) -> Observed:
     shard_sel = labels.selector_string(labels.shard_selector(sid))
     pod_sel = labels.selector_string({**labels.shard_selector(sid),
                                       keys.LABEL_APP_COMPONENT: keys.COMPONENT_POOL})
@@ -44,14 +45,17 @@ def observe(client: Reader, sid: ShardId, namespace: str, *, cr: Manifest | None
             rivals[rival] = uid
     return Observed(cr=cr, pods=parts.pods, pvcs=parts.pvcs, others=parts.others, foreign=parts.foreign,
                     rivals=rivals, cordoned=cordoned_nodes(client, parts.pods),
-                    drill_pod=_drill_pod(client, sid, namespace, cr, drill_pod) if drill_pod else None)
+                    drill_pod=_task_pod(client, sid, namespace, cr, drill_pod, keys.COMPONENT_RESTORE_DRILL)
+                    if drill_pod else None,
+                    clone_pod=_task_pod(client, sid, namespace, cr, clone_pod, keys.COMPONENT_CLONE_COPY)
+                    if clone_pod else None)
 
 
-def _drill_pod(client: Reader, sid: ShardId, namespace: str, cr: Manifest | None, name: str) -> Manifest | None:
-    """The restore drill's pod `name` when this MultigresShard controls it (plan/drill.py); listed only for
-    shards that have drills, so other shards pay no request for it."""
-    selector = labels.selector_string({**labels.shard_selector(sid),
-                                       keys.LABEL_APP_COMPONENT: keys.COMPONENT_RESTORE_DRILL})
+def _task_pod(client: Reader, sid: ShardId, namespace: str, cr: Manifest | None, name: str,
+              component: str) -> Manifest | None:
+    """The restore drill's (plan/drill.py) or the clone copy's (plan/clone.py) pod `name` when this
+    MultigresShard controls it; listed only for shards that have one, so others pay no request for it."""
+    selector = labels.selector_string({**labels.shard_selector(sid), keys.LABEL_APP_COMPONENT: component})
     owner = facts.uid(cr) if cr else None
     return next((p for p in client.list("v1", "Pod", namespace, selector) if facts.name(p) == name
                  and (ownership.controller_ref(p) or {}).get("uid") == owner), None)

@@ -55,6 +55,9 @@ class Action:
     # since it was read (409), it is read again and deleted if these still hold: a kubelet's status
     # update does not undo a finished drain, and a replan would cost a whole pass.
     still_annotated: tuple[tuple[str, str], ...] = ()
+    # A record the pass's later actions depend on (a restore drill's or a clone copy's, written before
+    # its pod is made): when it conflicts (409) the pass ends there, so no pod exists without its record.
+    guards_rest: bool = False
 
     def describe(self) -> str:
         if self.verb is Verb.EVENT:

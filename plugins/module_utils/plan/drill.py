@@ -14,6 +14,7 @@ into one. A drill waits while a base backup runs (pgBackRest may expire the back
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from dataclasses import dataclass, field
@@ -54,7 +55,8 @@ def _write(cr: Manifest, rec: dict[str, Any], reason: str, *, request_done: bool
     annotations: dict[str, str | None] = {keys.ANN_RESTORE_DRILL: json.dumps(rec, sort_keys=True)}
     if request_done:
         annotations[keys.ANN_RESTORE_DRILL_REQUEST] = None
-    return actions.patch(cr, {"metadata": {"annotations": annotations}}, reason, Phase.SHARD)
+    return dataclasses.replace(actions.patch(cr, {"metadata": {"annotations": annotations}}, reason, Phase.SHARD),
+                               guards_rest=True)
 
 
 def _finish(ctx: Context, cr: Manifest, rec: dict[str, Any], pod: Manifest | None, verified: bool, reason: str,

@@ -96,8 +96,9 @@ def plan_generated_password(ctx: Context) -> list[Action]:
     gen = ctx.desired.generated_password
     if gen is None or ctx.observed.find("Secret", gen.secret) is not None:
         return []
-    return [actions.generate_password(gen, ctx.owner, f"create the superuser password Secret {gen.secret} "
-                                      "(no postgresPasswordSecretRef in the spec)")]
+    what = (f"holding the password of the clone's source (Secret {gen.copy_from[0]})" if gen.copy_from
+            else "(no postgresPasswordSecretRef in the spec)")
+    return [actions.generate_password(gen, ctx.owner, f"create the superuser password Secret {gen.secret} {what}")]
 
 
 def plan_infra(ctx: Context) -> list[Action]:

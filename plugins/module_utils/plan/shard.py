@@ -22,6 +22,7 @@ from ..state.desired import Desired
 from ..state.observed import Observed
 from . import actions
 from .actions import Action, Phase
+from .clone import plan_clone
 from .context import REQUEUE_DRAIN, Context, PoolView, decommission_problems, pool_views
 from .delete import CLEANUP_TIMEOUT, plan_delete
 from .drill import DrillOutcome, plan_drill
@@ -219,6 +220,10 @@ def _plan(desired: Desired, observed: Observed, now: dt.datetime, *, delete: boo
         return Plan(waiting=collecting, requeue_after=REQUEUE_DRAIN)
     found = (_shard_finalizer(ctx) + plan_infra(ctx) + plan_generated_tls(ctx) + plan_generated_password(ctx)
              + plan_prune(ctx))
+    clone = plan_clone(ctx, desired.clone_from, desired.clone, observed.clone_pod)
+    found += clone.actions
+    if clone.holds_pools:  # no pool pod before the clone's repository is copied
+        return Plan(actions=_ordered(found), waiting=[clone.waiting], requeue_after=clone.requeue_after)
     outcomes = [plan_pool(ctx, view) for view in views]
     for o in outcomes:
         found += o.actions

@@ -37,6 +37,7 @@ from . import task_result
 with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
     from ..spec import inputs, model
     from ..spec import security as model_security
+    from . import clone_source
 
 _VOLATILE = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
 
@@ -212,7 +213,8 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
         owner = {"name": facts.name(cr), "uid": facts.uid(cr) or ""} if cr else None
         project_ref = facts.annotations(cr).get(keys.ANN_PROJECT_REF) if cr else None
         desired = render.desired_state(spec, namespace, owner=owner, project_ref=project_ref,
-                                       referenced_config_hash=_config_hash(reader, spec, namespace))
+                                       referenced_config_hash=_config_hash(reader, spec, namespace),
+                                       clone_source=clone_source.read(reader, spec, namespace, cr))
     except model.SpecError as exc:
         result.failed, result.errors, result.msg = True, list(exc.errors), str(exc)
         return _invalid(Decision(result, cr, request.namespace or ""), stamp)
@@ -224,7 +226,8 @@ def decide(reader: Reader, request: Request, cr: Manifest | None, now: dt.dateti
     observed = observe.observe(reader, desired.shard, namespace, cr=cr,
                                kinds=kinds_to_list(desired.objects),
                                metadata_kinds=[("v1", "Secret")] if desired.observes_secrets and not deleting_cr
-                               else [], drill_pod=_drill_pod_name(desired, cr))
+                               else [], drill_pod=_drill_pod_name(desired, cr),
+                               clone_pod=desired.clone.pod_name if desired.clone else None)
     plan = planner.plan(desired, observed, now, delete=request.state == "absent",
                         cleanup_timeout=request.cleanup_timeout)
     # After the planner: a copy with the same object names is its ownership rivalry (plan.errors).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core import keys, labels, naming
 from ..core.manifest import Manifest
-from ..state.desired import GeneratedPassword, GeneratedTLS, PVCPolicy, backup_pvc_policy
+from ..state.desired import CloneSource, GeneratedPassword, GeneratedTLS, PVCPolicy, backup_pvc_policy
 from . import layout, spechash
 from .context import ShardContext, postgres_config_text
 from .parts import pvc_spec, svc_port
@@ -134,12 +134,14 @@ def generated_pgbackrest_tls(ctx: ShardContext) -> GeneratedTLS:
     )
 
 
-def generated_password(ctx: ShardContext) -> GeneratedPassword | None:
-    """No `postgresPasswordSecretRef`: the engine makes the Secret the pods already name."""
+def generated_password(ctx: ShardContext, clone_source: CloneSource | None = None) -> GeneratedPassword | None:
+    """No `postgresPasswordSecretRef`: the engine makes the Secret the pods already name; a clone's holds
+    the source's password (v0.1.0 restores the source's users with it)."""
     if ctx.spec.postgres_password_secret_ref is not None:
         return None
     return GeneratedPassword(secret=ctx.password.name, key=ctx.password.key,
-                             labels=tuple(sorted(labels.component_labels(ctx.sid, keys.COMPONENT_POOL).items())))
+                             labels=tuple(sorted(labels.component_labels(ctx.sid, keys.COMPONENT_POOL).items())),
+                             copy_from=clone_source.password if clone_source else None)
 
 
 def pgbackrest_certificate(ctx: ShardContext) -> Manifest:

@@ -199,7 +199,9 @@ def bootstrap_guard(ctx: ShardContext) -> BootstrapGuard | None:
     if ctx.version is not keys.MultigresVersion.V0_1_0:
         return None
     repo = repository(ctx)
-    return BootstrapGuard(mode=ctx.spec.backup.bootstrap, repository=repo,
+    # A clone starts from the copied backups only: never initdb, whatever `auto` would resolve to.
+    mode = keys.Bootstrap.RECOVERY if ctx.spec.backup.clone_from else ctx.spec.backup.bootstrap
+    return BootstrapGuard(mode=mode, repository=repo,
                           backup_pvc=None if repo.s3 else ctx.name(naming.shard_backup_pvc_name))
 
 

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from ..core.manifest import Manifest
 from ..spec import maintenance
-from ..state.desired import Desired, DesiredPool, PVCPolicy
+from ..state.desired import CloneSource, Desired, DesiredPool, PVCPolicy
 from . import cell as cell_objects
 from . import infra, security
+from .clone import clone_copy
 from .context import ShardContext, build_context
 from .drill import restore_drill
 from .pod import data_pvc, pool_pod, pool_spec_hash
@@ -88,21 +89,26 @@ def desired_state(
     owner: Mapping[str, str] | None = None,
     referenced_config_hash: str = "",
     project_ref: str | None = None,
+    clone_source: CloneSource | None = None,
 ) -> Desired:
     """What should exist for `spec` in `namespace`.
 
     owner: {"name", "uid"} of the MultigresShard; when given, every object except the data PVCs
     (whose owner follows whenDeleted, set by the planner) carries it as controller reference.
     referenced_config_hash: `spechash.config_hash` of the postgresConfigRef value, if any.
+    clone_source: spec.backup.cloneFrom's source as read live, while its repository must be copied.
     """
     ctx = build_context(spec, namespace, owner=owner, referenced_config_hash=referenced_config_hash,
                         project_ref=project_ref)
     generated_tls = infra.generated_pgbackrest_tls(ctx) if ctx.spec.backup.pgbackrest_tls.mode == "auto" else None
     windows = tuple(maintenance.window(list(w.days), w.start, dt.timedelta(seconds=float(w.seconds)))
                     for w in spec.maintenance_windows)
+    source = spec.backup.clone_from
     return Desired(shard=ctx.sid, namespace=namespace, objects=tuple(_shard_objects(ctx)), pools=_pools(ctx),
-                   generated_tls=generated_tls, generated_password=infra.generated_password(ctx), windows=windows,
-                   bootstrap=bootstrap_guard(ctx), drill=restore_drill(ctx))
+                   generated_tls=generated_tls, generated_password=infra.generated_password(ctx, clone_source),
+                   windows=windows, bootstrap=bootstrap_guard(ctx), drill=restore_drill(ctx),
+                   clone_from=f"{namespace}/{source.shard}" if source else None,
+                   clone=clone_copy(ctx, clone_source))
 
 
 def manifests(desired: Desired) -> list[Manifest]:

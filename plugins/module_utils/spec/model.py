@@ -602,9 +602,27 @@ class BackupVerify(SpecModel):
         return go_duration_seconds(self.timeout)
 
 
+class CloneFrom(SpecModel):
+    """Another shard whose repository this one starts from (docs/operations.md, "Clone a shard")."""
+
+    shard: ObjectName = Field(
+        description="Name of the source MultigresShard, in this shard's namespace, with a filesystem repository.")
+
+
 class Backup(SpecModel):
     __rules__: ClassVar = (
         required_when("s3-needs-settings", "type", "s3", "s3", "type 's3' needs the s3 block (bucket, region)"),
+        Rule(
+            name="clone-needs-filesystem", cel="!has(self.cloneFrom) || self.type == 'filesystem'",
+            message="cloneFrom copies the source's filesystem repository into this shard's backup PVC: "
+                    "it needs type 'filesystem'",
+            check=lambda b: b.clone_from is None or b.type == "filesystem", field_path=".cloneFrom",
+        ),
+        Rule(
+            name="clone-restores", cel="!has(self.cloneFrom) || self.bootstrap != 'initdb'",
+            message="cloneFrom starts the shard from the copied backups: bootstrap 'initdb' would start it empty",
+            check=lambda b: b.clone_from is None or b.bootstrap != "initdb", field_path=".bootstrap",
+        ),
     )
 
     type: Literal["filesystem", "s3"] = Field("filesystem", description="Where the pgBackRest repository lives.")
@@ -630,6 +648,12 @@ class Backup(SpecModel):
                     "initdb before "
                     "(docs/operations.md, \"Disaster recovery\").",
     )
+    clone_from: CloneFrom | None = Field(
+        None, description="Start this new shard from a copy of another shard's repository (v0.1.0, filesystem): "
+                          "its backups and archived WAL are copied into this shard's backup PVC (the source's is "
+                          "mounted read-only), the pods restore the newest backup and the archived WAL, and the "
+                          "agent makes them a cohort of their own; the source's superuser password is copied too. "
+                          "Set at creation only (docs/operations.md, \"Clone a shard\").")
     verify: BackupVerify | None = Field(
         None, description="Restore drill (v0.1.0): restore the newest complete backup into a throwaway pod that "
                           "only reads the repository (a filesystem one mounted read-only), start PostgreSQL in "
@@ -793,9 +817,34 @@ class MultigresShardSpec(SpecModel):
             # apiserver's cost budget).
             detail=_durability_detail,
         ),
+        Rule(
+            name="clone-needs-v0-1",
+            cel=f"!has(self.backup.cloneFrom) || self.multigres.version == '{keys.MultigresVersion.V0_1_0}'",
+            message=f"backup.cloneFrom needs Multigres {keys.MultigresVersion.V0_1_0} (its restore and its "
+                    "certified rule change)",
+            check=lambda s: s.backup.clone_from is None or s.multigres.version is keys.MultigresVersion.V0_1_0,
+            field_path=".backup.cloneFrom",
+        ),
+        Rule(
+            name="clone-takes-source-password",
+            cel="!has(self.backup.cloneFrom) || !has(self.postgresPasswordSecretRef)",
+            message="a clone restores the source's users, so it must log in with the source's superuser password: "
+                    "leave postgresPasswordSecretRef unset and the operator copies it into the clone's own Secret",
+            check=lambda s: s.backup.clone_from is None or s.postgres_password_secret_ref is None,
+            field_path=".postgresPasswordSecretRef",
+        ),
         *postgres_config_rules(),
     )
     __transitions__: ClassVar = (
+        TransitionRule(
+            name="clone-from-at-creation",
+            cel="has(oldSelf.backup.cloneFrom) == has(self.backup.cloneFrom) && "
+                "(!has(self.backup.cloneFrom) || self.backup.cloneFrom == oldSelf.backup.cloneFrom)",
+            message="backup.cloneFrom is set when the shard is created and fixed afterwards: a shard that holds "
+                    "data cannot be replaced by a copy of another",
+            check=lambda old, new: old.backup.clone_from == new.backup.clone_from,
+            field_path=".backup.cloneFrom",
+        ),
         TransitionRule(
             name="pools-append-only", cel="oldSelf.pools.all(p, p in self.pools)",
             message="pools are append-only: removing or renaming a pool would orphan its pods and PVCs",
@@ -1093,6 +1142,28 @@ class RestoreStatus(BaseModel):
                     "of the archived WAL).")
 
 
+class CloneStatus(BaseModel):
+    """A clone's start from its source's repository (docs/operations.md, "Clone a shard")."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    source: str = Field(description="The source MultigresShard, <namespace>/<name>.")
+    state: Literal["Copying", "Restoring", "Cloned", "Failed"] = Field(
+        description="Copying: the source's repository is copied into this shard's backup volume; Failed: the last "
+                    "copy failed (it is tried again); Restoring: the pods restore the copy and the agent waits to "
+                    "elect this shard's first primary; Cloned: it has one, the shard is on its own.")
+    message: str | None = Field(default=None, description="What happens now, or why the last step failed.")
+    attempt: int | None = Field(default=None, description="Copies tried so far.")
+    copied_at: str | None = Field(
+        default=None, alias="copiedAt", description="When the copy was done (RFC 3339).")
+    leader: str | None = Field(default=None, description="The first primary's pooler, <cell>_<name>.")
+    term: int | None = Field(default=None, description="The term of this shard's first rule.")
+    frozen_lsn: str | None = Field(
+        default=None, alias="frozenLsn", description="The WAL position the copy was replayed to when elected.")
+    elected_at: str | None = Field(
+        default=None, alias="electedAt", description="When the first primary was elected (RFC 3339).")
+
+
 class SwitchoverStatus(BaseModel):
     """The engine's decision on the last switchover request and how far it got."""
 
@@ -1149,6 +1220,9 @@ class MultigresShardStatus(BaseModel):
         default=None,
         description="The pool pods' restore from the backup repository (docs/operations.md, "
                     "\"Disaster recovery\").")
+    clone: CloneStatus | None = Field(
+        default=None, description="spec.backup.cloneFrom: the copy, the restore and the first primary "
+                                  "(docs/operations.md, \"Clone a shard\").")
     switchover: SwitchoverStatus | None = Field(
         default=None,
         description=f"The last request to move the primary away ({keys.ANN_SWITCHOVER_REQUEST}; "

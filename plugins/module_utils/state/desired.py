@@ -79,6 +79,8 @@ class GeneratedPassword:
     secret: str
     key: str
     labels: tuple[tuple[str, str], ...]
+    # A clone (spec.backup.cloneFrom): (Secret, key) of the source's password, copied instead of made.
+    copy_from: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,26 @@ class RestoreDrill:
 
 
 @dataclass(frozen=True)
+class CloneSource:
+    """The live source of a clone (spec.backup.cloneFrom), as the engine found it this pass."""
+
+    name: str  # "<namespace>/<name>" of the source MultigresShard
+    backup_pvc: str  # the source's filesystem backup PVC
+    password: tuple[str, str]  # (Secret, key) of the source's superuser password
+    pool_selector: tuple[tuple[str, str], ...]  # labels of the source's pool pods (the copy runs beside them)
+    backup_running: bool = False  # the source's agent runs a base backup now
+
+
+@dataclass(frozen=True)
+class CloneCopy:
+    """The copy of a clone's source repository (state/clone.py, plan/clone.py): the source and the pod."""
+
+    source: CloneSource
+    pod_name: str
+    pod: Manifest = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class Desired:
     shard: ShardId
     namespace: str
@@ -116,6 +138,10 @@ class Desired:
     windows: tuple[Window, ...] = ()
     bootstrap: BootstrapGuard | None = None
     drill: RestoreDrill | None = None
+    # spec.backup.cloneFrom: the source ("<namespace>/<name>") and, while its repository must still be
+    # copied, the copy (None once the copy is recorded: the source is not read any more).
+    clone_from: str | None = None
+    clone: CloneCopy | None = None
 
     @property
     def observes_secrets(self) -> bool:

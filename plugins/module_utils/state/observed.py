@@ -40,6 +40,8 @@ class Observed:
     cordoned: frozenset[str] = frozenset()
     # The restore drill's pod (plan/drill.py), when the shard has drills and one exists.
     drill_pod: Manifest | None = None
+    # The clone's copy pod (plan/clone.py), while the shard copies its source's repository.
+    clone_pod: Manifest | None = None
 
     def find_foreign(self, kind: str, name: str) -> Manifest | None:
         return next((o for o in self.foreign if o.get("kind") == kind and facts.name(o) == name), None)
@@ -81,8 +83,8 @@ def with_writes(observed: Observed, writes: Iterable[tuple[str, str, str, Manife
     generated Secrets (answered as a List of their metadata) added."""
     cr = observed.cr
     pools: dict[str, dict[str, Manifest]] = {}
-    drill = (observed.drill_pod,) if observed.drill_pod else ()
-    for kind, objs in (("Pod", observed.pods + drill), ("PersistentVolumeClaim", observed.pvcs),
+    tasks = tuple(p for p in (observed.drill_pod, observed.clone_pod) if p)
+    for kind, objs in (("Pod", observed.pods + tasks), ("PersistentVolumeClaim", observed.pvcs),
                        *observed.others.items()):
         pools[kind] = {(o.get("metadata") or {}).get("name", ""): o for o in objs}
     for verb, kind, name, answer in writes:
@@ -102,10 +104,14 @@ def with_writes(observed: Observed, writes: Iterable[tuple[str, str, str, Manife
             elif obj:
                 pool[obj_name] = obj
     pods, pvcs = pools.pop("Pod"), pools.pop("PersistentVolumeClaim")
-    drills = [name for name, pod in pods.items()
-              if facts.labels(pod).get(keys.LABEL_APP_COMPONENT) == keys.COMPONENT_RESTORE_DRILL]
-    drill_pod = pods.pop(drills[0]) if drills else None
+    drill_pod, clone_pod = (_pop_task(pods, c) for c in (keys.COMPONENT_RESTORE_DRILL, keys.COMPONENT_CLONE_COPY))
     others = {kind: tuple(objs.values()) for kind, objs in pools.items()}
     return Observed(cr=cr, pods=tuple(pods.values()), pvcs=tuple(pvcs.values()), others=others,
                     foreign=observed.foreign, rivals=observed.rivals, cordoned=observed.cordoned,
-                    drill_pod=drill_pod)
+                    drill_pod=drill_pod, clone_pod=clone_pod)
+
+
+def _pop_task(pods: dict[str, Manifest], component: str) -> Manifest | None:
+    """Take the drill's or the clone copy's pod out of `pods` (they are no pool pods)."""
+    found = [name for name, pod in pods.items() if facts.labels(pod).get(keys.LABEL_APP_COMPONENT) == component]
+    return pods.pop(found[0]) if found else None

@@ -35,12 +35,14 @@ from ..requirements_guard import runtime_requirements
 from ..state import bootstrap, drain_annotations, drill, facts, ownership
 from ..state.desired import Desired
 from ..state.observed import Observed
+from . import clone as clone_status
 from . import fencing, pod_stuck, stalls
 
 with runtime_requirements():  # requirements_guard.py: the modules check deps.py first
     from ..spec import reader
     from ..spec.model import (
         BackupStatus,
+        CloneStatus,
         Condition,
         DrillStatus,
         MultigresShardStatus,
@@ -291,6 +293,9 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
     drills = drill.record(observed.cr)
     if (verified := _drill_condition(drills)) is not None:
         conditions.append(verified)
+    cloned = clone_status.status(desired.clone_from, observed.cr)
+    if (cloning := clone_status.condition(cloned)) is not None:
+        conditions.append(_typed(cloning))
     generation = facts.meta(observed.cr).get("generation") if observed.cr else None
     for cond in conditions:
         if generation is not None:
@@ -311,6 +316,8 @@ def compute(desired: Desired, observed: Observed, result: Plan, *, config_errors
         status.switchover = switchover
     if (restore := _restore(pods)) is not None:
         status.restore = restore
+    if cloned is not None:
+        status.clone = CloneStatus.model_validate(cloned, strict=True)
     roles = {facts.name(p): facts.labels(p)[keys.LABEL_ROLE] for p in pods if facts.labels(p).get(keys.LABEL_ROLE)}
     if roles:  # left out when empty: server-side apply turns a map emptied of its applied keys into null
         status.pod_roles = roles  # (kubernetes#135841), which the CRD refuses; leaving it out removes it

@@ -81,7 +81,7 @@ def test_every_python_rule_is_published_as_cel_exactly_once_per_use():
         assert all(e["rule"] == rule.cel for e in by_name[name])
     transitions = {n for n, r in _all_rules().items() if isinstance(r, rules.TransitionRule)}
     assert transitions == {"pools-append-only", "cells-append-only", "cell-topology-immutable", "storage-grow-only",
-                           "password-secret-immutable"}
+                           "password-secret-immutable", "clone-from-at-creation"}
     for name in transitions:
         assert all("oldSelf" in e["rule"] for e in by_name[name])
 
