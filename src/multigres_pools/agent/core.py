@@ -2,8 +2,8 @@
 
 A shard pass: list pods (to learn the topology) -> list pooler records -> list pods again (so every
 record we saw was written before the pod list was taken, and pruning cannot delete a pooler whose pod
-was created a moment ago) -> finalize deleted pods -> advance drains -> publish roles -> prune ->
-register the database and cells (rate-limited).
+was created a moment ago) -> finalize deleted pods -> advance drains -> publish roles -> (a clone's first
+primary) -> prune -> register the database and cells (rate-limited).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from . import (
     trust,
 )
 from .backup_runner import BackupRunner
+from .clone_election import CloneElections
 from .context import Context, NotLeader, ShardView
 from .drain_runner import discard_force, finalize, report_unknown_state, restore_eligibility, run_drain
 from .handover import Handovers
@@ -57,6 +58,7 @@ class Agent:
         self.last_error: str = ""
         self.backups = BackupRunner(ctx, self._backup_done)
         self.handovers = Handovers(ctx)
+        self.clones = CloneElections(ctx)
 
     def _backup_done(self, namespace: str, shard_name: str) -> None:
         """A backup ended: check backup health at the next pass of the shard instead of in minutes."""
@@ -301,6 +303,7 @@ class Agent:
         roles.publish_roles(ctx, view)
         recovery_gate.publish_recovery_gate(ctx, view)
         restore_watch.publish_restores(ctx, view)
+        self.clones.step(view)  # a clone's first primary, once its pods restored the copy
         stuck_start.publish_stuck_starts(ctx, view)
         roles.prune(ctx, view)
         self._maybe_register(view)

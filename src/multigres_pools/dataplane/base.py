@@ -11,9 +11,14 @@ import abc
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    from .certified_rule import Restored
 
 
 @dataclass(frozen=True)
@@ -231,6 +236,16 @@ class Backup:
     final_lsn: str = ""  # where the backup's WAL ends: the first point it can be restored to
 
 
+@dataclass(frozen=True)
+class RuleChange:
+    """What one certified rule change installed (a clone's first primary, v0.1.0): the agent's record."""
+
+    term: int
+    leader: PoolerId
+    frozen_lsn: str
+    outgoing: tuple[int, int]  # the revoked (restored) rule: coordinator term and leader subterm
+
+
 class BackupLocationKind(StrEnum):
     FILESYSTEM = "filesystem"
     S3 = "s3"
@@ -389,6 +404,23 @@ class DataPlane(abc.ABC):
     def trigger_recovery(self, orch: Orchestrator) -> tuple[str, ...]:
         """Ask multiorch for one recovery cycle now, grace periods expired; the problems it still sees."""
         raise NotImplementedError(f"Multigres {self.version} has no TriggerRecoveryNow")
+
+    def restored(self, poolers: Sequence[Pooler]) -> list[tuple[Pooler, Restored | DataPlaneError]]:
+        """Each pooler's Status as a clone's restored pooler (certified_rule.Restored), or why it did not
+        answer; poolers that announced their shutdown are left out."""
+        raise self._no_clone()
+
+    def certified_rule_change(self, topo: ShardTopology, orch: Orchestrator, poolers: Sequence[Restored], *,
+                              durability: str, reason: str, now: dt.datetime, attempt: int) -> RuleChange:
+        """Make `poolers` the cohort of the shard, its most advanced one the leader, through one
+        multiorch (certified_rule.plan: `durability` is the bootstrap policy's name, `attempt` raises
+        the term after a refused try); returns when the promotion is done."""
+        raise self._no_clone()
+
+    def _no_clone(self) -> DataPlaneError:
+        return VersionMismatch(f"cloning a shard (spec.backup.cloneFrom) needs Multigres "
+                               f"{keys.MultigresVersion.V0_1_0}; this shard runs {self.version}, which has no "
+                               "certified rule change")
 
     def switchover(self, topo: ShardTopology, primary: Pooler, reason: str) -> None:
         """Ask the data plane to move the primary elsewhere; era A has no such API (contract §1.4)."""

@@ -12,6 +12,7 @@ called with `channel.unary_unary`; the backup messages are unchanged since era A
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ from ..proto.gen.v0_1 import clustermetadata_pb2 as cm
 from ..proto.gen.v0_1 import consensusdata_pb2 as cd
 from ..proto.gen.v0_1 import multiorchdata_pb2 as mod
 from ..proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
+from . import certified_rule
 from .base import (
     Backup,
     DataPlaneError,
@@ -40,13 +42,14 @@ from .base import (
     PoolerStatus,
     PostgresAction,
     RefusalReason,
+    RuleChange,
     ShardTopology,
     StandbyState,
     Survey,
     SyncReplication,
     VersionMismatch,
 )
-from .etcd_topology import EtcdTopologyPlane
+from .etcd_topology import EtcdTopologyPlane, durability_policy
 
 MANAGER = "/multipoolermanager.MultiPoolerManager/"
 CONSENSUS = "/consensus.MultiPoolerConsensus/"
@@ -57,6 +60,9 @@ ORCH = "/multiorch.MultiOrchService/"
 # under load an election took 5.2 s and every 3 s call timed out, so the agent reported multiorch as
 # never asked. The deadline covers a loaded election; an unreachable multiorch still fails fast.
 TRIGGER_TIMEOUT_S = 10.0
+# ApplyCertifiedRuleChange returns once the new leader is promoted (Recruit, Propose, pg_promote): 2.5 s
+# measured on a clone (notes/clone-findings-2026-11-29.md §4); a loaded node takes several times that.
+CERTIFIED_CHANGE_TIMEOUT_S = 30.0
 
 _ROLES = {cm.PRIMARY: keys.Role.PRIMARY, cm.REPLICA: keys.Role.REPLICA, cm.DRAINED: keys.Role.DRAINED}
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
@@ -227,6 +233,33 @@ def classify_rpc_error(exc: grpc.RpcError, primary: bool = True) -> DataPlaneErr
     else:
         reason = RefusalReason.UNKNOWN
     return DataPlaneError(reason, f"{code.name}: {text}")
+
+
+def restored_pooler(pooler: Pooler, response: mpd.StatusResponse) -> certified_rule.Restored:
+    """What a clone's pooler reports of its restore: the rule and position it recovered to, and the
+    highest term it has already revoked (a retry must go past it)."""
+    status, consensus = response.status, response.consensus_status
+    position = consensus.current_position
+    return certified_rule.Restored(
+        cell=pooler.id.cell, name=pooler.id.name,
+        replica=status.pooler_type == cm.REPLICA and status.postgres_running,
+        rule=position.rule if position.HasField("rule") else None,
+        lsn=position.lsn, revoked_below=consensus.term_revocation.revoked_below_term)
+
+
+def coordinator_id(orch: Orchestrator) -> cm.ID:
+    """The multiorch that runs the change: v0.1.0 recruits under this id (its --service-id, the pod name)."""
+    return cm.ID(component=cm.ID.MULTIORCH, cell=orch.cell, name=orch.name)
+
+
+def shard_key(topo: ShardTopology) -> cm.ShardKey:
+    return cm.ShardKey(database=topo.database, table_group=topo.tablegroup, shard=topo.shard)
+
+
+def policy_of(name: str) -> cm.DurabilityPolicy:
+    """The policy exactly as the bootstrap registers it (etcd_topology.durability_policy), as v0.1.0's
+    message: both schemas number these fields alike."""
+    return cm.DurabilityPolicy.FromString(durability_policy(name).SerializeToString())
 
 
 def check_status_schema(response: mpd.StatusResponse) -> None:
@@ -404,21 +437,49 @@ class V0_1(EtcdTopologyPlane):
                     found.append(Orchestrator(cell, record.id.name, record.hostname, record.port_map.get("grpc")))
         return found
 
+    def _orchestrate(self, orch: Orchestrator, method: str, request: Message, response_type: type[_Response],
+                     timeout_s: float) -> _Response:
+        """One call to a multiorch; a failure names it, unreachable or as v0.1.0's texts classify it."""
+        unreachable = RefusalReason.ORCHESTRATOR_UNREACHABLE
+        channel = self._channel_to(f"multiorch {orch.cell}/{orch.name}", orch.hostname, orch.grpc_port, unreachable)
+        call = channel.unary_unary(ORCH + method, request_serializer=type(request).SerializeToString,
+                                   response_deserializer=response_type.FromString)
+        try:
+            return cast(_Response, call(request, timeout=timeout_s))  # response_type.FromString made it
+        except grpc.RpcError as exc:
+            reason = unreachable if exc.code() in _UNREACHABLE else classify_rpc_error(exc).reason
+            raise DataPlaneError(reason, f"multiorch {orch.name}: {exc.code().name}: {exc.details()}") from exc
+
     def trigger_recovery(self, orch: Orchestrator) -> tuple[str, ...]:
         """TriggerRecoveryNow(max_cycles=1): multiorch polls every pooler, expires its grace periods and
         runs one recovery cycle, so a primary that announced INELIGIBLE is replaced now (v0.1.0
         LeaderResigned fires at once, but its AppointLeader waits out the 4 s + 0-8 s failover grace)."""
-        unreachable = RefusalReason.ORCHESTRATOR_UNREACHABLE
-        channel = self._channel_to(f"multiorch {orch.cell}/{orch.name}", orch.hostname, orch.grpc_port, unreachable)
-        method = channel.unary_unary(ORCH + "TriggerRecoveryNow",
-                                     request_serializer=mod.TriggerRecoveryNowRequest.SerializeToString,
-                                     response_deserializer=mod.TriggerRecoveryNowResponse.FromString)
-        try:
-            response = method(mod.TriggerRecoveryNowRequest(max_cycles=1), timeout=TRIGGER_TIMEOUT_S)
-        except grpc.RpcError as exc:
-            reason = unreachable if exc.code() in _UNREACHABLE else classify_rpc_error(exc).reason
-            raise DataPlaneError(reason, f"multiorch {orch.name}: {exc.code().name}: {exc.details()}") from exc
+        response = self._orchestrate(orch, "TriggerRecoveryNow", mod.TriggerRecoveryNowRequest(max_cycles=1),
+                                     mod.TriggerRecoveryNowResponse, TRIGGER_TIMEOUT_S)
         return tuple(response.remaining_problem_codes)
+
+    # --- a clone's first primary (certified_rule.py) -------------------------------------------------------
+    def restored(self, poolers: Sequence[Pooler]) -> list[tuple[Pooler, certified_rule.Restored | DataPlaneError]]:
+        return [(p, r if isinstance(r, DataPlaneError) else restored_pooler(p, r))
+                for p, r in self._status_round(poolers)]
+
+    def apply_certified_rule_change(self, orch: Orchestrator, request: mod.ApplyCertifiedRuleChangeRequest) -> None:
+        """ApplyCertifiedRuleChange on `orch`, which must be the request's coordinator; blocks until the
+        new leader is promoted. A timeout does not say whether the change happened: read the poolers."""
+        self._orchestrate(orch, "ApplyCertifiedRuleChange", request, mod.ApplyCertifiedRuleChangeResponse,
+                          CERTIFIED_CHANGE_TIMEOUT_S)
+
+    def certified_rule_change(self, topo: ShardTopology, orch: Orchestrator, poolers: Sequence[certified_rule.Restored],
+                              *, durability: str, reason: str, now: dt.datetime, attempt: int) -> RuleChange:
+        try:
+            request = certified_rule.plan(poolers, orchestrator=coordinator_id(orch), durability=policy_of(durability),
+                                          shard_key=shard_key(topo), now=now, reason=reason, attempt=attempt)
+        except ValueError as exc:
+            raise DataPlaneError(RefusalReason.INVALID_REQUEST, str(exc)) from None
+        self.apply_certified_rule_change(orch, request)
+        rule, outgoing = request.proposed_rule, request.cert.term_revocation.outgoing_rule
+        return RuleChange(rule.rule_number.coordinator_term, _pid(rule.leader_id), request.cert.frozen_lsn,
+                          (outgoing.coordinator_term, outgoing.leader_subterm))
 
     # --- backups (messages unchanged since era A) -------------------------------------------------------
     def get_backups(self, primary: Pooler, limit: int) -> list[Backup]:
