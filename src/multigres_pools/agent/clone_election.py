@@ -3,7 +3,7 @@
 The engine copies the source's repository into the clone's backup volume (keys.ANN_CLONE, state
 Copied); every pool pod then restores the newest backup, replays the copied WAL archive and stays a
 REPLICA. The restored rule names the source's cohort, so v0.1.0's multiorch never elects and reports
-nothing (notes/clone-findings-2026-11-29.md §3). Once every live pod's pooler is such a replica and
+nothing (docs/operations.md, "Clone a shard"). Once every live pod's pooler is such a replica and
 the highest WAL position stayed put for SETTLE_S (the archive is exhausted), the agent sends one
 certified rule change through one of the shard's multiorchs (dataplane/certified_rule.py) and keeps
 the outcome on the MultigresShard as keys.ANN_CLONE_ELECTION (JSON, keys.ElectionState).
