@@ -44,6 +44,10 @@ def document(report: Report) -> dict[str, Any]:
                 "backup_id": backups.first_recoverable.id, "lsn": backups.first_recoverable.final_lsn or None},
             "wal_archiving": None,  # not published by Multigres v0.1.0 (screen.WAL_ARCHIVING)
         },
+        "clone": None if report.clone is None else {
+            "source": report.clone.source, "state": report.clone.state, "message": report.clone.message or None,
+            "leader": report.clone.leader or None, "term": report.clone.term,
+            "elected_at": units.stamp(report.clone.elected)},
         "data_plane": {
             "reached": plane.reached, "error": plane.error or None, "hint": plane.hint or None,
             "unanswered": [{"pooler": p.pooler, "pod": p.pod, "address": p.address or None, "error": p.error}

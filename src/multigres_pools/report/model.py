@@ -150,6 +150,18 @@ class DataPlaneView:
 
 
 @dataclass
+class Clone:
+    """status.clone: a shard started from another's repository (spec.backup.cloneFrom)."""
+
+    source: str
+    state: str  # Copying, Failed, Restoring, Cloned
+    message: str = ""
+    leader: str = ""
+    term: int | None = None
+    elected: dt.datetime | None = None
+
+
+@dataclass
 class Report:
     shard: str
     namespace: str
@@ -164,6 +176,7 @@ class Report:
     replication: Replication = field(default_factory=Replication)
     backups: Backups = field(default_factory=Backups)
     data_plane: DataPlaneView = field(default_factory=DataPlaneView)
+    clone: Clone | None = None
 
     def pod_of(self, pooler: str) -> str:
         """The pod of a pooler name, else the name itself."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from . import units, verdict
 from .colour import PLAIN, Paint
 from .layout import INDENT, Cell, field, table, table_width, wrap
-from .model import BackupRun, Drill, PodRow, Report, Sync
+from .model import BackupRun, Clone, Drill, PodRow, Report, Sync
 
 STATE_STYLE = {verdict.HEALTHY: "good", verdict.RECONCILING: "warn", verdict.PAUSED: "warn",
                verdict.WARNING: "warn", verdict.DEGRADED: "bad", verdict.UNKNOWN: "bad"}
@@ -36,6 +36,8 @@ def render(report: Report, *, width: int = 100, paint: Paint = PLAIN) -> str:
     observed = "" if report.observed_generation == report.generation else f" (observed {report.observed_generation})"
     lines = [*head, *wrap(f"MultigresShard {report.namespace}/{report.shard} · Multigres {report.version} · "
                           f"phase {report.phase or '-'} · generation {report.generation}{observed}", width), ""]
+    if report.clone is not None:
+        lines[-1:-1] = field("clone", _clone(report.clone, report.observed_at), width)
     show, legend = _short_names(report, width)
     lines += [*_pods(report, show, paint), *legend, ""]
     lines += [paint("bold", "Replication"), *_replication(report, show, width, paint)]
@@ -137,6 +139,14 @@ def _drill(drill: Drill, now: dt.datetime) -> str:
     if drill.result == "Verified":
         return f"Verified {what}{when}"
     return f"FAILED ({drill.reason}) {what}{when}: {drill.message}"
+
+
+def _clone(clone: Clone, now: dt.datetime) -> str:
+    if clone.state == "Cloned":
+        when = f" {units.when(clone.elected, now)}" if clone.elected else ""
+        term = f", term {clone.term}" if clone.term is not None else ""
+        return f"of {clone.source}: cloned{when}; {clone.leader or 'a primary'} was its first primary{term}"
+    return f"of {clone.source}: {clone.state} — {clone.message}"
 
 
 def _backups(report: Report, show: Show, width: int) -> list[str]:

@@ -11,7 +11,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from ..agent import backup_runner, podinfo
-from .model import BackupRun, Backups, Condition, Drill, PodRow, Report
+from .model import BackupRun, Backups, Clone, Condition, Drill, PodRow, Report
 
 
 def report(cr: Manifest, pods: list[Manifest], now: dt.datetime) -> Report:
@@ -26,7 +26,14 @@ def report(cr: Manifest, pods: list[Manifest], now: dt.datetime) -> Report:
         conditions=[Condition(c.type, c.status, c.reason or "", c.message or "",
                               facts.parse_time(c.last_transition_time)) for c in status.conditions],
         pods=sorted((pod_row(p, facts.name(p) in decommission) for p in pods), key=lambda r: (r.pool, r.cell, r.name)),
-        backups=backups(cr, now))
+        backups=backups(cr, now), clone=_clone(status.clone))
+
+
+def _clone(found: model.CloneStatus | None) -> Clone | None:
+    if found is None:
+        return None
+    return Clone(source=found.source, state=found.state, message=found.message or "", leader=found.leader or "",
+                 term=found.term, elected=facts.parse_time(found.elected_at))
 
 
 def _restarts(pod: Manifest) -> int:

@@ -69,6 +69,9 @@ def attention(report: Report) -> list[str]:
         out.append(f"backup: {backups.waiting}")
     if backups.last and backups.last.error:
         out.append(f"last backup failed: {backups.last.error}")
+    if report.clone is not None and report.clone.state == "Failed":
+        out.append(f"clone of {report.clone.source}: the copy of its repository failed (tried again): "
+                   f"{report.clone.message}")
     if not plane.reached:
         out.append(f"data plane: {plane.error}" + (f" — {plane.hint}" if plane.hint else ""))
         return out

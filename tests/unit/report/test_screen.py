@@ -175,3 +175,24 @@ def test_restore_drills_show_the_last_result_and_a_failure_needs_attention() -> 
     text = screen.render(f.build(cr, [f.pod(0, "PRIMARY"), f.pod(1)], found), width=WIDE)
     assert "  last drill         Verified 20261124-010003F (schedule), 2026-11-24T03:00:40Z (59m ago)" in text
     assert "last verified" not in text
+
+
+def test_a_clone_shows_its_source_and_step_and_a_failed_copy_needs_attention() -> None:
+    cr = f.shard()
+    found = f.answers(2, 0, {}, standbys=(1,), connected=(1,))
+    cr["status"]["clone"] = {"source": "play/orders", "state": "Restoring",
+                             "message": "the poolers replay the copied WAL archive"}
+    text = screen.render(f.build(cr, [f.pod(0, "PRIMARY"), f.pod(1)], found), width=WIDE)
+    assert "  clone              of play/orders: Restoring — the poolers replay the copied WAL archive" in text
+    cr["status"]["clone"] = {"source": "play/orders", "state": "Failed",
+                             "message": "TargetNotEmpty: this shard's backup volume holds archive"}
+    text = screen.render(f.build(cr, [f.pod(0, "PRIMARY"), f.pod(1)], found), width=WIDE)
+    assert ("  - clone of play/orders: the copy of its repository failed (tried again): TargetNotEmpty: this "
+            "shard's backup volume holds archive") in section(text, "Needs attention")
+    cr["status"]["clone"] = {"source": "play/orders", "state": "Cloned", "leader": "zone1_p-02d4503b", "term": 2,
+                             "electedAt": "2026-11-24T03:00:00Z"}
+    text = screen.render(f.build(cr, [f.pod(0, "PRIMARY"), f.pod(1)], found), width=WIDE)
+    assert ("  clone              of play/orders: cloned 2026-11-24T03:00:00Z (60m ago); zone1_p-02d4503b was its "
+            "first primary, term 2") in text
+    del cr["status"]["clone"]
+    assert "clone" not in screen.render(f.build(cr, [f.pod(0, "PRIMARY"), f.pod(1)], found), width=WIDE)
