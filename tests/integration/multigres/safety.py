@@ -200,19 +200,37 @@ def finished_backup(stack: MultigresStack, trigger: str, after: str = "") -> dic
     return last if last.get("trigger") == trigger and last.get("finishedAt") and last["startedAt"] > after else None
 
 
-def patch_shard(stack: MultigresStack, body: dict[str, Any], field_manager: str = "safety-test") -> None:
+def patch_shard(stack: MultigresStack, body: dict[str, Any], field_manager: str = "safety-test",
+                name: str = SHARD) -> None:
     """A merge patch of the MultigresShard, as a user's `kubectl patch --type merge`."""
     kube = stack.kube()
     try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, SHARD, body,
+        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, name, body,
                          field_manager=field_manager)
     finally:
         kube.close()
 
 
-def request_backup(stack: MultigresStack, kind: str, field_manager: str = "safety-test") -> None:
+def request_backup(stack: MultigresStack, kind: str, field_manager: str = "safety-test", name: str = SHARD) -> None:
     """What a user writes for an on-demand backup (keys.ANN_BACKUP_REQUEST on the MultigresShard)."""
-    patch_shard(stack, {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: kind}}}, field_manager)
+    patch_shard(stack, {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: kind}}}, field_manager, name)
+
+
+def switch_and_archive(stack: MultigresStack, primary: str | None, password: str) -> str:
+    """Close the current WAL segment on the primary at `primary` and wait until PostgreSQL archived it:
+    every write acknowledged before this call is then in the repository. Returns the segment's name."""
+    assert primary is not None, "no primary"
+    with psycopg.connect(stack.dsn(primary, password=password), connect_timeout=5, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_walfile_name(pg_switch_wal())").fetchone()
+        assert row is not None
+        segment = str(row[0])
+
+        def archived() -> bool:
+            done = conn.execute("SELECT last_archived_wal FROM pg_stat_archiver").fetchone()
+            return done is not None and done[0] is not None and str(done[0]) >= segment
+
+        wait_for(archived, 60, f"WAL segment {segment} to be archived", interval=0.2)
+    return segment
 
 
 def restore_drill(stack: MultigresStack, verify: dict[str, Any] | None, since: str,

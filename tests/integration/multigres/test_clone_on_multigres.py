@@ -71,7 +71,16 @@ from multigres_pools.playground.multigres_stack import MultigresStack
 from multigres_pools.playground.writeload import TABLE, WriteLoad
 
 from .faultrun import KUBELET_BACKOFF
-from .safety import SHARD, STACK_TIMEOUT, finished_backup, last_good, note, request_backup, shard_cr
+from .safety import (
+    SHARD,
+    STACK_TIMEOUT,
+    finished_backup,
+    last_good,
+    note,
+    request_backup,
+    shard_cr,
+    switch_and_archive,
+)
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
@@ -213,15 +222,6 @@ def _password_secret(stack: MultigresStack, name: str) -> str:
     return model.load_spec(shard_cr(stack, name)["spec"], root="spec").password_secret().name
 
 
-def _patch(stack: MultigresStack, name: str, body: dict[str, Any]) -> None:
-    kube = stack.kube()
-    try:
-        kube.merge_patch(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, name, body,
-                         field_manager=FIELD_MANAGER)
-    finally:
-        kube.close()
-
-
 def _delete_shard(stack: MultigresStack, name: str, cluster: str) -> None:
     """The MultigresShard gone, every pod of its clusterName gone, and its PVCs deleted (a PVC may
     outlive its shard on purpose: a backup repository is kept)."""
@@ -283,25 +283,6 @@ def _take_source_backup(src: Source) -> dict[str, Any]:
     return last
 
 
-def _switch_and_archive(src: Source) -> str:
-    """Close the source primary's current WAL segment and wait until PostgreSQL archived it: every write
-    acknowledged before this call is then in the repository. Returns the segment's name."""
-    primary = _primary_ip(src.stack, SOURCE_CLUSTER, src.password)
-    assert primary is not None, "the source has no primary"
-    with psycopg.connect(src.stack.dsn(primary, password=src.password), connect_timeout=5,
-                         autocommit=True) as conn:
-        row = conn.execute("SELECT pg_walfile_name(pg_switch_wal())").fetchone()
-        assert row is not None
-        segment = str(row[0])
-
-        def archived() -> bool:
-            done = conn.execute("SELECT last_archived_wal FROM pg_stat_archiver").fetchone()
-            return done is not None and done[0] is not None and str(done[0]) >= segment
-
-        wait_for(archived, 60, f"WAL segment {segment} to be archived", interval=0.2)
-    return segment
-
-
 def _checksums(root: Path) -> dict[str, str]:
     """Every entry under `root`: uid:gid:mode, and the sha256 of a file or the target of a symlink.
     pgBackRest's temporary files are left out (the source's archiver renames them away any moment)."""
@@ -340,7 +321,7 @@ def _prepare_source(src: Source) -> dict[str, Any]:
     note("source backup", {k: backup.get(k) for k in ("backupId", "pod", "startedAt", "finishedAt")})
     load.wait_for_acks(50, timeout=120)
     before_segment = list(load.acked)
-    segment = _switch_and_archive(src)
+    segment = switch_and_archive(src.stack, _primary_ip(src.stack, SOURCE_CLUSTER, src.password), src.password)
     repository = _repository(stack, SOURCE_CLUSTER)
     sums = _checksums(repository)
     note("source repository before the clone", {"path": str(repository), "entries": len(sums),
@@ -472,7 +453,7 @@ def _take_clone_backup(stack: MultigresStack) -> dict[str, Any]:
         return ((shard_cr(stack, CLONE).get("status") or {}).get("backup") or {}).get("last") or {}
 
     previous = last().get("startedAt", "")
-    _patch(stack, CLONE, {"metadata": {"annotations": {keys.ANN_BACKUP_REQUEST: "full"}}})
+    request_backup(stack, "full", FIELD_MANAGER, CLONE)
 
     def done() -> dict[str, Any] | None:
         found = last()

@@ -41,6 +41,7 @@ from .safety import (
     shard_cr,
     shard_events,
     stop_restore_drills,
+    switch_and_archive,
     watched_stack,
 )
 
@@ -86,26 +87,6 @@ def _take_backup(watched: Watched) -> dict[str, Any]:
                                     "the requested backup to finish", interval=1)
     assert not last.get("error"), last
     return last
-
-
-def _switch_and_archive(watched: Watched) -> str:
-    """Close the current WAL segment on the primary and wait until PostgreSQL archived it: every
-    write acknowledged before this call is then in the repository. Returns the segment's name."""
-    stack = watched.stack
-    primary = stack.primary_ip(SHARD)
-    assert primary is not None
-    with psycopg.connect(stack.dsn(primary, password=stack.password(SHARD)), connect_timeout=5,
-                         autocommit=True) as conn:
-        row = conn.execute("SELECT pg_walfile_name(pg_switch_wal())").fetchone()
-        assert row is not None
-        segment = str(row[0])
-
-        def archived() -> bool:
-            done = conn.execute("SELECT last_archived_wal FROM pg_stat_archiver").fetchone()
-            return done is not None and done[0] is not None and str(done[0]) >= segment
-
-        wait_for(archived, 60, f"WAL segment {segment} to be archived", interval=0.2)
-    return segment
 
 
 def _archiver(watched: Watched) -> dict[str, Any]:
@@ -265,7 +246,7 @@ def test_total_loss_brings_the_shard_back_from_the_backup_repository(watched: Wa
     note("backup", {k: backup.get(k) for k in ("backupId", "pod", "startedAt", "finishedAt")})
     load.wait_for_acks(50, timeout=120)
     before_segment = list(load.acked)
-    segment = _switch_and_archive(watched)
+    segment = switch_and_archive(watched.stack, watched.stack.primary_ip(SHARD), watched.stack.password(SHARD))
     load.wait_for_acks(100, timeout=120)
     archiver = _archiver(watched)
     note("archiver just before the loss", archiver)
@@ -331,7 +312,7 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
     # has: the load's list also holds the rows the previous test's loss took (its RPO).
     acked = list(load.acked)
     archived = sorted(rows_present(watched, acked))
-    segment = _switch_and_archive(watched)
+    segment = switch_and_archive(watched.stack, watched.stack.primary_ip(SHARD), watched.stack.password(SHARD))
     aside = stack.workdir / "repository-aside"  # the same filesystem: moved, owners and modes kept
     lost_at = time.monotonic()
     gone_at = _lose_everything(watched, repository_aside=aside)

@@ -28,6 +28,20 @@ def spec(replicas: int = 3, **pool: Any) -> Manifest:
     return body
 
 
+def create_shard(client: kube.KubeClient, namespace: str, name: str, body: Manifest) -> Manifest:
+    """A MultigresShard `name` with spec `body`, as a user creates it."""
+    return client.create({"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
+                          "metadata": {"name": name, "namespace": namespace}, "spec": copy.deepcopy(body)},
+                         field_manager="test")
+
+
+def read_shard(client: kube.KubeClient, namespace: str, name: str) -> Manifest:
+    """The MultigresShard `name` as the API server has it now (it must exist)."""
+    found = client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name)
+    assert found is not None
+    return found
+
+
 @dataclass
 class Rig:
     client: kube.KubeClient

@@ -4,7 +4,6 @@ and nothing of it is created or changed; given a location of its own, it goes on
 
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
@@ -15,7 +14,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube.client import
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
-from tests.integration.reconcile.rig import spec
+from tests.integration.reconcile.rig import create_shard, read_shard, spec
 
 pytestmark = pytest.mark.cluster
 
@@ -27,15 +26,7 @@ def _create(client: KubeClient, namespace: str, name: str, body: Manifest) -> Ma
     """A MultigresShard created after every earlier one: creationTimestamp counts whole seconds, and
     within one second the holder would be the first by namespace and name."""
     time.sleep(1.0 - time.time() % 1.0 + 0.05)
-    return client.create({"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
-                          "metadata": {"name": name, "namespace": namespace}, "spec": copy.deepcopy(body)},
-                         field_manager="test")
-
-
-def _shard(client: KubeClient, namespace: str, name: str) -> Manifest:
-    found = client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name)
-    assert found is not None
-    return found
+    return create_shard(client, namespace, name, body)
 
 
 def _pods_of(client: KubeClient, namespace: str, cluster: str) -> dict[str, str]:
@@ -65,7 +56,7 @@ def test_a_copy_on_the_same_topology_root_is_refused_until_it_has_its_own(rig, s
     assert error.startswith("spec.globalTopoServer: the topology topo.invalid:2379 root /multigres/global "
                             f"(shard postgres/default/0-inf) is already MultigresShard {rig.namespace}/demo's"), error
     assert "globalTopoServer.rootPath" in error
-    copy_cr = _shard(rig.client, rig.namespace, "copy")
+    copy_cr = read_shard(rig.client, rig.namespace, "copy")
     assert copy_cr["status"]["phase"] == "Degraded" and _valid(copy_cr)["status"] == "False"
     assert _valid(copy_cr)["message"].startswith("spec.globalTopoServer:")
     assert _pods_of(rig.client, rig.namespace, "copy") == {}

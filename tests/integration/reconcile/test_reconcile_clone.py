@@ -8,7 +8,6 @@ test_clone_on_multigres.py."""
 from __future__ import annotations
 
 import base64
-import copy
 import json
 from typing import Any
 
@@ -19,23 +18,11 @@ from ansible_collections.multigres.pools.plugins.module_utils.kube.client import
 from ansible_collections.multigres.pools.plugins.module_utils.reconcile.shard import Request, run_pass
 from ansible_collections.multigres.pools.plugins.module_utils.state import clone, facts
 
-from tests.integration.reconcile.rig import spec
+from tests.integration.reconcile.rig import create_shard, read_shard, spec
 
 pytestmark = pytest.mark.cluster
 
 V01 = {"multigres": {"version": "v0.1.0"}}
-
-
-def _create(client: KubeClient, namespace: str, name: str, body: Manifest) -> Manifest:
-    return client.create({"apiVersion": keys.API_GROUP_VERSION, "kind": keys.SHARD_KIND,
-                          "metadata": {"name": name, "namespace": namespace}, "spec": copy.deepcopy(body)},
-                         field_manager="test")
-
-
-def _shard(client: KubeClient, namespace: str, name: str) -> Manifest:
-    found = client.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, namespace, name)
-    assert found is not None
-    return found
 
 
 def _of(client: KubeClient, namespace: str, kind: str, cluster: str, component: str | None = None) -> list[str]:
@@ -59,11 +46,11 @@ def test_a_clone_waits_for_its_source_then_copies_before_any_pool_pod(rig, shard
     clone_spec = {**spec(2), **V01, "clusterName": "clone",
                   "globalTopoServer": {"address": "topo.invalid:2379", "rootPath": "/multigres/clone"},
                   "backup": {"cloneFrom": {"shard": "demo"}}}
-    _create(client, ns, "clone", clone_spec)
+    create_shard(client, ns, "clone", clone_spec)
     refused = run_pass(client, Request(namespace=ns, name="clone"))
     assert refused.failed and refused.errors == [
         f"spec.backup.cloneFrom.shard: no MultigresShard 'demo' in namespace {ns}: nothing is created until it exists"]
-    waiting = _shard(client, ns, "clone")
+    waiting = read_shard(client, ns, "clone")
     assert _condition(waiting, keys.ShardCondition.CONFIGURATION_VALID)["status"] == "False"
     for kind in ("Pod", "PersistentVolumeClaim", "Secret"):
         assert _of(client, ns, kind, "clone") == [], kind
@@ -89,7 +76,7 @@ def test_a_clone_waits_for_its_source_then_copies_before_any_pool_pod(rig, shard
     source_pvc = naming.shard_backup_pvc_name(naming.ShardId("demo", "postgres", "default", "0-inf"))
     assert claims["source"] == {"claimName": source_pvc, "readOnly": True}
     assert claims["target"]["claimName"] == naming.shard_backup_pvc_name(clone_sid)
-    shard = _shard(client, ns, "clone")
+    shard = read_shard(client, ns, "clone")
     assert json.loads(facts.annotations(shard)[keys.ANN_CLONE])["state"] == "Copying"
     assert shard["status"]["clone"]["state"] == "Copying"
     assert _condition(shard, keys.ShardCondition.CLONING)["reason"] == "CopyingRepository"
@@ -104,7 +91,7 @@ def test_a_clone_waits_for_its_source_then_copies_before_any_pool_pod(rig, shard
     copied = run_pass(client, Request(namespace=ns, name="clone"))
     assert not copied.failed, copied.msg
     assert len(_of(client, ns, "Pod", "clone", keys.COMPONENT_POOL)) == 2  # created in the pass that saw the end
-    shard = _shard(client, ns, "clone")
+    shard = read_shard(client, ns, "clone")
     assert clone.record(shard)["state"] == "Copied"
     assert shard["status"]["clone"]["state"] == "Restoring"
     left = client.get("v1", "Pod", ns, copy_name)
