@@ -275,10 +275,13 @@ class MultigresStack:
         finally:
             kube.close()
 
-    def pods(self, component: str = keys.COMPONENT_POOL) -> list[Manifest]:
+    def pods(self, component: str = keys.COMPONENT_POOL, cluster: str = "play") -> list[Manifest]:
+        """The pods of one component of one shard (its clusterName): a stack may serve a second shard, such
+        as a clone, whose pods the first one's samplers and helpers must not count."""
         kube = self.kube()
         try:
-            found = kube.list("v1", "Pod", self.namespace, f"{keys.LABEL_APP_COMPONENT}={component}")
+            found = kube.list("v1", "Pod", self.namespace,
+                              f"{keys.LABEL_APP_COMPONENT}={component},{keys.LABEL_APP_INSTANCE}={cluster}")
         finally:
             kube.close()
         return sorted(found, key=facts.name)

@@ -81,6 +81,7 @@ from .safety import (
     shard_cr,
     switch_and_archive,
 )
+from .shards import alive, clone_spec, cluster_claims, cluster_pods, delete_quietly, delete_shard, writable_pods
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
@@ -118,79 +119,31 @@ def _shard_spec(stack: MultigresStack, name: str, replicas: int) -> dict[str, An
 
 
 def _clone_spec(stack: MultigresStack, name: str, source: str) -> dict[str, Any]:
-    """A clone of `source`: its own clusterName and topology root (both `name`), no multigateway, no
-    postgresPasswordSecretRef (the engine copies the source's password into the clone's own Secret)."""
-    doc = _shard_spec(stack, name, CLONE_REPLICAS)
-    doc["spec"]["clusterName"] = name
-    doc["spec"]["globalTopoServer"]["rootPath"] = f"/multigres/{name}"
-    doc["spec"]["multigateway"] = {"enabled": False}
-    doc["spec"]["backup"]["cloneFrom"] = {"shard": source}
-    return doc
-
-
-def _pods(stack: MultigresStack, cluster: str, component: str | None = keys.COMPONENT_POOL) -> list[dict[str, Any]]:
-    """The pods of one clusterName (every component with `component` None), by name."""
-    selector = f"{keys.LABEL_APP_INSTANCE}={cluster}"
-    if component is not None:
-        selector = f"{keys.LABEL_APP_COMPONENT}={component},{selector}"
-    kube = stack.kube()
-    try:
-        return sorted(kube.list("v1", "Pod", stack.namespace, selector), key=facts.name)
-    finally:
-        kube.close()
-
-
-def _claims(stack: MultigresStack, cluster: str) -> list[str]:
-    """The PVCs of one clusterName: its pods' data claims and its backup claim (core/naming.py)."""
-    kube = stack.kube()
-    try:
-        names = [facts.name(c) for c in kube.list("v1", "PersistentVolumeClaim", stack.namespace)]
-    finally:
-        kube.close()
-    return sorted(n for n in names if n.startswith((f"data-{cluster}-", f"backup-data-{cluster}-")))
+    return clone_spec(_shard_spec(stack, name, CLONE_REPLICAS), source)
 
 
 def _repository(stack: MultigresStack, cluster: str) -> Path:
     """The backup PVC's directory on the host: the shard's filesystem repository."""
     assert stack.kubelet is not None
-    (claim,) = [c for c in _claims(stack, cluster) if c.startswith("backup-data-")]
+    (claim,) = [c for c in cluster_claims(stack, cluster) if c.startswith("backup-data-")]
     return stack.kubelet.pvc_path(stack.namespace, claim)
-
-
-def _alive(pod: dict[str, Any]) -> bool:
-    return not facts.meta(pod).get("deletionTimestamp")
 
 
 def _primary_ip(stack: MultigresStack, cluster: str, password: str) -> str | None:
     """As MultigresStack.primary_ip, among the pods of `cluster` only: the pod labelled PRIMARY by the
     agent, else the one whose PostgreSQL is not in recovery."""
-    pods = [p for p in _pods(stack, cluster) if _alive(p) and (p.get("status") or {}).get("podIP")]
+    pods = [p for p in cluster_pods(stack, cluster) if alive(p) and (p.get("status") or {}).get("podIP")]
     labelled = [p for p in pods if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY]
     if labelled:
         return str(labelled[0]["status"]["podIP"])
-    writable = _writable(stack, cluster, password)
+    writable = writable_pods(stack, cluster, password)
     return writable[0][1] if len(writable) == 1 else None
-
-
-def _writable(stack: MultigresStack, cluster: str, password: str) -> list[tuple[str, str]]:
-    """(pod, IP) of every pod of `cluster` whose PostgreSQL answers that it is out of recovery."""
-    out = []
-    for pod in _pods(stack, cluster):
-        ip = (pod.get("status") or {}).get("podIP")
-        if not ip or not _alive(pod):
-            continue
-        with contextlib.suppress(psycopg.Error), psycopg.connect(
-                stack.dsn(ip, password=password), connect_timeout=2, autocommit=True) as conn:
-            row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
-            if row is not None and not row[0]:
-                out.append((facts.name(pod), str(ip)))
-    return out
 
 
 def _app_names(stack: MultigresStack, cluster: str) -> dict[str, str]:
     """Pod -> its standby name (<cell>_<service id>), for the pool pods of `cluster`."""
     out = {}
-    for pod in _pods(stack, cluster):
+    for pod in cluster_pods(stack, cluster):
         top = podinfo.pod_topology(pod)
         if top is not None:
             out[facts.name(pod)] = f"{top.pooler_id.cell}_{top.pooler_id.name}"
@@ -200,10 +153,10 @@ def _app_names(stack: MultigresStack, cluster: str) -> dict[str, str]:
 def _serving(stack: MultigresStack, cluster: str, replicas: int, password: str) -> dict[str, Any] | None:
     """`replicas` Ready pods of `cluster`, exactly one out of recovery, streaming to every other one
     synchronously (sync or quorum); what the primary says, else None."""
-    pods = [p for p in _pods(stack, cluster) if _alive(p) and facts.condition_true(p, "Ready")]
+    pods = [p for p in cluster_pods(stack, cluster) if alive(p) and facts.condition_true(p, "Ready")]
     if len(pods) != replicas:
         return None
-    (primary, *more) = _writable(stack, cluster, password) or [("", "")]
+    (primary, *more) = writable_pods(stack, cluster, password) or [("", "")]
     if not primary[0] or more:
         return None
     with contextlib.suppress(psycopg.Error), psycopg.connect(
@@ -220,30 +173,6 @@ def _serving(stack: MultigresStack, cluster: str, replicas: int, password: str) 
 def _password_secret(stack: MultigresStack, name: str) -> str:
     """The name of the Secret the shard's superuser password is read from."""
     return model.load_spec(shard_cr(stack, name)["spec"], root="spec").password_secret().name
-
-
-def _delete_shard(stack: MultigresStack, name: str, cluster: str) -> None:
-    """The MultigresShard gone, every pod of its clusterName gone, and its PVCs deleted (a PVC may
-    outlive its shard on purpose: a backup repository is kept)."""
-    kube = stack.kube()
-    try:
-        kube.delete(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, name)
-        wait_for(lambda: kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, stack.namespace, name) is None, 300,
-                 f"MultigresShard {name} to go", interval=1)
-        wait_for(lambda: not _pods(stack, cluster, None), 300, f"every pod of {cluster} to go", interval=1)
-        for claim in _claims(stack, cluster):
-            kube.delete("v1", "PersistentVolumeClaim", stack.namespace, claim)
-        wait_for(lambda: not _claims(stack, cluster), 120, f"the PVCs of {cluster} to go", interval=1)
-    finally:
-        kube.close()
-
-
-def _delete_quietly(stack: MultigresStack, name: str, cluster: str) -> None:
-    """_delete_shard after a failure: best effort (stack.stop() takes the rest), never masking it."""
-    try:
-        _delete_shard(stack, name, cluster)
-    except Exception as exc:  # the test's own failure is the one to report
-        note(f"cleanup of {name} failed", repr(exc))
 
 
 # --- the source ----------------------------------------------------------------------------------------
@@ -362,7 +291,7 @@ def _wait_cloned(stack: MultigresStack, applied: float) -> tuple[dict[str, Any],
             seen.setdefault(f"election {election['state']}", now)
         if (status.get("restore") or {}).get("state") == "Restored":
             seen.setdefault("restored", now)
-        if "copy pod" not in seen and _pods(stack, CLONE, keys.COMPONENT_CLONE_COPY):
+        if "copy pod" not in seen and cluster_pods(stack, CLONE, keys.COMPONENT_CLONE_COPY):
             seen.setdefault("copy pod", now)
         last[0] = json.dumps({"clone": clone, "restore": status.get("restore"), "election": election,
                               "copy record": facts.json_annotation(cr, keys.ANN_CLONE),
@@ -404,7 +333,7 @@ def _telling(stack: MultigresStack, cluster: str) -> dict[str, list[str]]:
     assert stack.kubelet is not None
     out: dict[str, list[str]] = {}
     for component, container in ((keys.COMPONENT_POOL, "multipooler"), (keys.COMPONENT_MULTIORCH, "multiorch")):
-        for pod in _pods(stack, cluster, component):
+        for pod in cluster_pods(stack, cluster, component):
             try:
                 log = stack.kubelet.logs(stack.namespace, facts.name(pod), container)
             except FileNotFoundError as exc:
@@ -418,7 +347,7 @@ def _restored_backups(stack: MultigresStack, cluster: str) -> dict[str, str | No
     """Pod -> the backup id its multipooler says it restored (pods that say nothing left out)."""
     assert stack.kubelet is not None
     out: dict[str, str | None] = {}
-    for pod in _pods(stack, cluster):
+    for pod in cluster_pods(stack, cluster):
         with contextlib.suppress(FileNotFoundError):
             log = stack.kubelet.logs(stack.namespace, facts.name(pod), "multipooler")
             line = next((x for x in log.splitlines() if RESTORED in x), None)
@@ -434,12 +363,12 @@ def _restored_backups(stack: MultigresStack, cluster: str) -> dict[str, str | No
 def _pod_states(stack: MultigresStack, cluster: str) -> list[tuple[str, str, str]]:
     """(name, phase, role label) of every pod of `cluster`."""
     return [(facts.name(p), str((p.get("status") or {}).get("phase")), str(facts.labels(p).get(keys.LABEL_ROLE)))
-            for p in _pods(stack, cluster, None)]
+            for p in cluster_pods(stack, cluster, None)]
 
 
 def _copy_output(stack: MultigresStack) -> str:
     assert stack.kubelet is not None
-    pods = _pods(stack, CLONE, keys.COMPONENT_CLONE_COPY)
+    pods = cluster_pods(stack, CLONE, keys.COMPONENT_CLONE_COPY)
     if not pods:
         return "no copy pod now"
     try:
@@ -492,8 +421,8 @@ def test_a_clone_of_a_missing_shard_is_refused_and_creates_nothing(source: Sourc
         wait_for(lambda: time.monotonic() - refused_at > 10, 30, "10 s after the refusal", interval=1)
         cr = shard_cr(stack, ORPHAN)
         still = facts.condition(cr, keys.ShardCondition.CONFIGURATION_VALID) or {}
-        pods = [facts.name(p) for p in _pods(stack, ORPHAN, None)]
-        claims = _claims(stack, ORPHAN)
+        pods = [facts.name(p) for p in cluster_pods(stack, ORPHAN, None)]
+        claims = cluster_claims(stack, ORPHAN)
         kube = stack.kube()
         try:
             deployments = [facts.name(d) for d in kube.list("apps/v1", "Deployment", stack.namespace,
@@ -507,9 +436,9 @@ def test_a_clone_of_a_missing_shard_is_refused_and_creates_nothing(source: Sourc
         assert still.get("status") == "False" and CLONE_FIELD in still.get("message", ""), still
         assert pods == [], pods
         assert claims == [], claims
-        _delete_shard(stack, ORPHAN, ORPHAN)
+        delete_shard(stack, ORPHAN, ORPHAN)
     finally:
-        _delete_quietly(stack, ORPHAN, ORPHAN)
+        delete_quietly(stack, ORPHAN, ORPHAN)
 
 
 def test_a_clone_starts_from_the_source_backups_elects_its_own_primary_and_leaves_the_source_alone(
@@ -517,7 +446,7 @@ def test_a_clone_starts_from_the_source_backups_elects_its_own_primary_and_leave
     stack, load = source.stack, source.load
     # 1-2: the source's rows, backup, archived segment, and its repository as it is before the clone.
     prepared = _prepare_source(source)
-    source_pods = {facts.uid(p): facts.name(p) for p in _pods(stack, SOURCE_CLUSTER)}
+    source_pods = {facts.uid(p): facts.name(p) for p in cluster_pods(stack, SOURCE_CLUSTER)}
 
     # 3: the clone.
     applied = time.monotonic()
@@ -538,7 +467,8 @@ def test_a_clone_starts_from_the_source_backups_elects_its_own_primary_and_leave
         cloning = facts.condition(cr, keys.ShardCondition.CLONING) or {}
         assert (cloning.get("status"), cloning.get("reason")) == ("False", "Cloned"), cloning
         # The copy pod is a throwaway: nothing of it stays.
-        wait_for(lambda: not _pods(stack, CLONE, keys.COMPONENT_CLONE_COPY), 60, "the copy pod to go", interval=1)
+        wait_for(lambda: not cluster_pods(stack, CLONE, keys.COMPONENT_CLONE_COPY), 60, "the copy pod to go",
+                 interval=1)
         restored = _restored_backups(stack, CLONE)
         note("what the clone's poolers restored", restored)
         assert restored, f"no clone pooler logged a restore: {_telling(stack, CLONE)}"
@@ -554,11 +484,11 @@ def test_a_clone_starts_from_the_source_backups_elects_its_own_primary_and_leave
         except TimeoutError:
             note("the clone does not serve; what its pods said", _telling(stack, CLONE))
             raise
-        writable = _writable(stack, CLONE, source.password)
+        writable = writable_pods(stack, CLONE, source.password)
         assert [pod for pod, _ in writable] == [primary["pod"]], writable
 
         def one_label() -> list[str] | None:
-            labelled = [facts.name(p) for p in _pods(stack, CLONE)
+            labelled = [facts.name(p) for p in cluster_pods(stack, CLONE)
                         if facts.labels(p).get(keys.LABEL_ROLE) == keys.Role.PRIMARY]
             return labelled if labelled == [primary["pod"]] else None
 
@@ -648,9 +578,9 @@ def test_a_clone_starts_from_the_source_backups_elects_its_own_primary_and_leave
         # The source served throughout: the same pods, the load acknowledged on, and nothing it
         # acknowledged is missing.
         load.wait_for_acks(50, timeout=120)
-        assert {facts.uid(p): facts.name(p) for p in _pods(stack, SOURCE_CLUSTER)} == source_pods
+        assert {facts.uid(p): facts.name(p) for p in cluster_pods(stack, SOURCE_CLUSTER)} == source_pods
         missing_on_source = load.missing()
         assert missing_on_source == [], f"{len(missing_on_source)} acknowledged writes missing on the source"
-        _delete_shard(stack, CLONE, CLONE)
+        delete_shard(stack, CLONE, CLONE)
     finally:
-        _delete_quietly(stack, CLONE, CLONE)
+        delete_quietly(stack, CLONE, CLONE)

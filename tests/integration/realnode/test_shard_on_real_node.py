@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.render import layout
@@ -51,7 +52,9 @@ from tests.integration.multigres.safety import (
     wait_converged,
     watched_stack,
 )
+from tests.integration.multigres.shards import clone_spec, delete_quietly, delete_shard, writable_pods
 
+CLONE = "copy"  # the clone's MultigresShard and clusterName
 pytestmark = [pytest.mark.realnode, pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
 
@@ -125,6 +128,41 @@ def test_a_restore_drill_passes_admission_and_reports_the_drills_own_words(watch
     stop_restore_drills(stack)
     assert failed["reason"] == "QueryFailed", failed
     assert 'relation "no_such_table" does not exist' in failed["message"], failed
+
+
+def _cloned(stack: Any) -> dict[str, Any] | None:
+    clone = (shard_cr(stack, CLONE).get("status") or {}).get("clone") or {}
+    return clone if clone.get("state") == "Cloned" else None
+
+
+def test_a_clone_copies_beside_its_source_and_elects_its_own_primary(watched: Watched) -> None:
+    """A clone (spec.backup.cloneFrom) on a real kubelet: the copy pod (render/clone.py) admitted under the
+    restricted profile and run as the image's user beside the source's pool pods (ReadWriteOnce volumes of
+    the node's provisioner), the clone's pods restoring the copy, the agent electing the clone's own
+    primary (its pods' NetworkPolicy admits the agent); then the clone goes with its volumes. The
+    source serves throughout; the module's samplers count its pods only."""
+    stack = watched.stack
+    start = str((backup_state(stack).get("last") or {}).get("startedAt", ""))
+    acked = list(watched.load.acked)
+    request_backup(stack, "full")
+    backup = wait_for(lambda: finished_backup(stack, "request", start), 300, "the requested backup", interval=1)
+    assert not backup.get("error"), backup
+    stack.apply_shard(clone_spec(stack.sample_shard(replicas=2, name=CLONE), SHARD))
+    try:
+        cloned = wait_for(lambda: _cloned(stack), 900, "the clone's own primary", interval=2,
+                          last_seen=lambda: json.dumps((shard_cr(stack, CLONE).get("status") or {}).get("clone")))
+        password = stack.password(SHARD)
+        found = wait_for(lambda: w if len(w := writable_pods(stack, CLONE, password)) == 1 else None, 120,
+                         "one writable pod in the clone", interval=1)
+        with psycopg.connect(stack.dsn(found[0][1], password=password), connect_timeout=5) as conn:
+            present = {i for (i,) in conn.execute(f"SELECT id FROM {TABLE} WHERE id = ANY(%s)", (acked,)).fetchall()}
+        note("clone on the real node", {"status.clone": cloned, "primary": found[0][0],
+                                        "rows acknowledged before the backup": len(acked),
+                                        "in the clone": len(present)})
+        assert set(acked) <= present, "a row acknowledged before the source's backup is missing from the clone"
+        delete_shard(stack, CLONE, CLONE)
+    finally:
+        delete_quietly(stack, CLONE, CLONE)
 
 
 def test_the_playground_pages_real_node_block_runs_as_written(watched: Watched, tmp_path: Path) -> None:
