@@ -8,8 +8,8 @@ PVC read-only at SOURCE and the clone's own at TARGET, and its one container, in
 
 1. refuses a source without a stanza (no `backup.info`), and a target that holds files that are not an
    earlier attempt of this same copy (the marker file names the source): nothing else is overwritten;
-2. snapshots the source's `backup.info` (and its `.copy`) first, then copies everything but
-   pgBackRest's temporary files and `lost+found`, then puts the snapshot back: every backup that
+2. snapshots the source's `backup.info` (and its `.copy`) first, then copies pgBackRest's `archive`
+   and `backup` directories but its temporary files, then puts the snapshot back: every backup that
    snapshot lists was complete when it was read, so a backup the source finishes during the copy is
    left out instead of being listed half-copied;
 3. checks with `pgbackrest info` that the copy lists a backup, and prints the newest.
@@ -49,6 +49,7 @@ EXITS = {
 # How long the copy pod may be missing from the engine's reads right after it was created.
 LOST_AFTER = dt.timedelta(seconds=60)
 _INFO = "backup/multigres/backup.info"
+_TOP = ("archive", "backup")  # what pgBackRest keeps at a repository's root
 
 
 def script() -> str:
@@ -68,8 +69,11 @@ def script() -> str:
         f'echo "clone-copy: copying the repository of ${ENV_SOURCE}"',
         f"rm -rf {snap} && mkdir {snap} && cp -p {SOURCE}/{_INFO} {SOURCE}/{_INFO}.copy {snap}/ "
         f"|| fail {EXIT_COPY} \"cannot read {_INFO} on the source\'s backup volume\"",
-        f"tar -C {SOURCE} --exclude=./lost+found --exclude='*.pgbackrest.tmp' -cf - . 2> {WORK}/tar.err "
-        f"| tar -C {TARGET} --no-same-owner -xf - 2>> {WORK}/tar.err "
+        # The repository's own directories, not the volume's root: the volume's root is not ours to
+        # chmod or touch on a real node (a provisioner's directory), and lost+found is not pgBackRest's.
+        f"set --; for d in {' '.join(_TOP)}; do test -e {SOURCE}/$d && set -- \"$@\" $d; done",
+        f"tar -C {SOURCE} --exclude='*.pgbackrest.tmp' -cf - \"$@\" 2> {WORK}/tar.err "
+        f"| tar -C {TARGET} --no-same-owner --no-overwrite-dir -xf - 2>> {WORK}/tar.err "
         f"|| fail {EXIT_COPY} \"the copy failed: $(tail -c 400 {WORK}/tar.err)\"",
         f"cp -p {snap}/backup.info {snap}/backup.info.copy {TARGET}/backup/multigres/ "
         f"&& rm -rf {snap} || fail {EXIT_COPY} cannot write {TARGET}",

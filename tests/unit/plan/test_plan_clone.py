@@ -274,8 +274,11 @@ def test_the_script_copies_all_but_temporary_files_and_refuses_a_used_volume(tmp
     for d in ("clone-source", "clone-target", "clone-work"):
         (tmp_path / d).mkdir()
     _repository(tmp_path / "clone-source")
+    (tmp_path / "clone-source/lost+found").mkdir()
+    (tmp_path / "clone-target").chmod(0o777)  # a provisioner's directory: writable, not ours to chmod
     done = _run(tmp_path)
     assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "clone-target/lost+found").exists()
     assert "newest backup 20260501-110000F" in done.stdout
     target = tmp_path / "clone-target"
     assert (target / "archive/multigres/17-1/000000010000000000000001-abc.gz").read_text() == "wal"
