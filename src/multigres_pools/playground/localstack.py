@@ -334,9 +334,11 @@ def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
 class PodTimeline(threading.Thread):
     """Every version of every pool pod, from a watch, so no short-lived drain state goes unseen."""
 
-    def __init__(self, kubeconfig: Path, namespace: str) -> None:
+    def __init__(self, kubeconfig: Path, namespace: str, cluster: str | None = None) -> None:
+        """`cluster`: only that shard's pods (clusterName), when the namespace serves more than one."""
         super().__init__(name="pod-timeline", daemon=True)
         self.kubeconfig, self.namespace = kubeconfig, namespace
+        self.selector = keys.LABEL_SHARD + (f",{keys.LABEL_APP_INSTANCE}={cluster}" if cluster else "")
         self.events: list[PodEvent] = []
         # Called with each event as it arrives, on the watch thread (e.g. to inject a fault at an
         # exact moment of a drain).
@@ -351,7 +353,7 @@ class PodTimeline(threading.Thread):
         while not self._halt.is_set():
             stream = watch.Watch()
             try:
-                for ev in stream.stream(core.list_namespaced_pod, self.namespace, label_selector=keys.LABEL_SHARD,
+                for ev in stream.stream(core.list_namespaced_pod, self.namespace, label_selector=self.selector,
                                         resource_version=version, timeout_seconds=5):
                     obj = core.api_client.sanitize_for_serialization(ev["object"])
                     version = obj["metadata"].get("resourceVersion", version)

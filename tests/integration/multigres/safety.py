@@ -62,7 +62,7 @@ class Watched:
         password = stack.password(SHARD)
         primary = last_good(stack.primary_ip)
         port = layout.MULTIGATEWAY_PG if through_gateway else layout.POSTGRES
-        self.timeline = PodTimeline(stack.kubeconfig, stack.namespace)
+        self.timeline = PodTimeline(stack.kubeconfig, stack.namespace, cluster=SHARD)  # clusterName = name
         self.load = WriteLoad(find_primary=last_good(stack.gateway_ip) if through_gateway else primary,
                               dsn=lambda host: stack.dsn(host, port=port, password=password), interval=0.01,
                               history=history)
