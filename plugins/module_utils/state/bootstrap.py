@@ -3,7 +3,7 @@
 Multigres v0.1.0 decides alone what a multipooler on an empty data directory does: restore the
 newest complete backup of the repository, or, when there is none, initdb and take a first backup,
 i.e. a new, empty shard that turns Ready without a row of the old one (measured in
-tests/integration/multigres/test_restore_on_multigres.py). Nothing in v0.1.0 can tell an emptied or
+tests/integration/multigres/repository/test_restore_on_multigres.py). Nothing in v0.1.0 can tell an emptied or
 wrong repository from a new shard, so the pool pod is told, and checks before PostgreSQL can start:
 
 - spec.backup.bootstrap (keys.Bootstrap) states the intent; `auto` resolves to `recovery` once the

@@ -6,7 +6,7 @@ clone's topology, so multiorch never elects (and reports no problem). The clone'
 standbys frozen at the end of the copied archive, and the source's poolers live in another topology:
 no write under the restored rule can exist in the clone beyond the highest LSN its poolers report.
 That is the attestation `ApplyCertifiedRuleChange` asks for (docs/operations.md, "Clone a shard";
-proven in tests/integration/multigres/test_clone_on_multigres.py).
+proven in tests/integration/multigres/repository/test_clone_on_multigres.py).
 
 Pure: `plan` decides from the poolers' Status answers; the caller sends the request to one multiorch.
 """

@@ -1,7 +1,7 @@
 """The clone (spec.backup.cloneFrom) in the engine: the source read live (reconcile/clone_source.py), the
 copy pod (render/clone.py), its script (state/clone.py, run here on directories), the copy's steps and
 the hold on pool pods (plan/clone.py), and status.clone (status/clone.py). Run for real on Multigres
-v0.1.0 in tests/integration/multigres/test_clone_on_multigres.py."""
+v0.1.0 in tests/integration/multigres/repository/test_clone_on_multigres.py."""
 
 from __future__ import annotations
 

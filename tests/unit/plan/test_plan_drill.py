@@ -1,6 +1,6 @@
 """The restore drill (plan/drill.py, render/drill.py, state/drill.py): when a drill starts, what its pod
 is, how its end is read and recorded, and what the status and conditions say. Run for real on
-Multigres v0.1.0 in tests/integration/multigres/test_restore_on_multigres.py."""
+Multigres v0.1.0 in tests/integration/multigres/repository/test_restore_on_multigres.py."""
 
 from __future__ import annotations
 

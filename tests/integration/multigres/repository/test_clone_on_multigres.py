@@ -24,26 +24,11 @@ The test then checks six things:
 A second, small test: a clone of a shard that does not exist is refused (ConfigurationValid=False
 naming spec.backup.cloneFrom.shard), and no pod or PVC is created.
 
-**Why a stack of its own, not extra tests at the end of test_restore_on_multigres.py.** Sharing that
-stack would save one stack start and one source shard: on 2026-11-29 (idle machine) this whole module
-took 96 s, of which roughly 40 s was the stack and the source shard coming up. That is under 2% of the
-~47 minutes of `make test` (issue #26). Sharing is not clean today:
-* The harness is not shard-scoped. `MultigresStack.pods()`, `primary_ip()`, `members()` and
-  `wait_serving()` list every pool pod in the namespace. The restore module's `Watched` aims its
-  write load, its synchronous-set sampler and its recovery sampler through them.
-  * Once the clone elects, `primary_ip()` picks the first PRIMARY-labelled pod by name: `clone-...`
-    sorts before `play-...`.
-  * The clone logs in with the source's password, so the shared load would silently go on writing
-    into the clone.
-  * The recovery sampler would see "two writable servers".
-  * Sharing would mean re-aiming another module's threads mid-run.
-* The clone would also start from a shard that went through that module's two total losses and an
-  emptied repository. Any failure there would cascade into the clone's tests.
-
-So this module starts one stack for both of its tests (the refusal first: it is quick and creates
-nothing). The load and every helper here are scoped by `app.kubernetes.io/instance=<clusterName>`.
-The clone is deleted with its PVCs at the end, so the module can move onto a shared stack once
-issue #26 brings one (with shard-scoped harness helpers).
+**The stack is the package's** (conftest.py): the shard `play` of test_restore_on_multigres.py, whose
+write load and samplers (safety.Watched) count `play`'s pods only, because every helper of the stack and
+here is scoped by `app.kubernetes.io/instance=<clusterName>`. This module runs first, on the healthy
+shard (the refusal first: it is quick and creates nothing), and deletes the clone with its PVCs at the
+end, so the restore module finds the shard as it was, with one more backup.
 """
 
 from __future__ import annotations
@@ -54,7 +39,6 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,27 +54,23 @@ from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 from multigres_pools.playground.writeload import TABLE, WriteLoad
 
-from .faultrun import KUBELET_BACKOFF
-from .safety import (
+from ..safety import (
     SHARD,
     STACK_TIMEOUT,
+    Watched,
     finished_backup,
-    last_good,
     note,
     request_backup,
     shard_cr,
     switch_and_archive,
 )
-from .shards import alive, clone_spec, cluster_claims, cluster_pods, delete_quietly, delete_shard, writable_pods
+from ..shards import alive, clone_spec, cluster_claims, cluster_pods, delete_quietly, delete_shard, writable_pods
+from .stack import ARCHIVE_TIMEOUT, shard_spec
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
-NEVER = "0 0 1 1 *"
 FIELD_MANAGER = "clone-test"
-# v0.1.0 archives a WAL segment only once it is full; 10s bounds what a copy of the repository misses
-# (as in test_restore_on_multigres.py). The clone gets the same, as a copy of the source would.
-ARCHIVE_TIMEOUT = "10s"
-SOURCE_CLUSTER, SOURCE_REPLICAS = "play", 3  # SHARD's clusterName in examples/playground-shard.yaml
+SOURCE_CLUSTER = "play"  # SHARD's clusterName in examples/playground-shard.yaml
 CLONE, CLONE_REPLICAS = "clone", 3  # the MultigresShard and its clusterName; 3 as in the manual runs
 MISSING, ORPHAN = "no-such-shard", "orphan"  # the refused clone's source, and its own name and clusterName
 CLONE_FIELD = "spec.backup.cloneFrom.shard"
@@ -111,15 +91,10 @@ class Source:
 
 
 # --- shards by clusterName -----------------------------------------------------------------------------
-def _shard_spec(stack: MultigresStack, name: str, replicas: int) -> dict[str, Any]:
-    doc: dict[str, Any] = stack.sample_shard(replicas=replicas, name=name)
-    doc["spec"]["backup"]["schedules"] = {"full": NEVER, "differential": NEVER}
-    doc["spec"]["postgresConfig"] = {"archive_timeout": ARCHIVE_TIMEOUT}
-    return doc
-
-
 def _clone_spec(stack: MultigresStack, name: str, source: str) -> dict[str, Any]:
-    return clone_spec(_shard_spec(stack, name, CLONE_REPLICAS), source)
+    """The package's shard settings (the same archive_timeout, as a copy of the source would have),
+    cloned from `source`."""
+    return clone_spec(shard_spec(stack, name, CLONE_REPLICAS), source)
 
 
 def _repository(stack: MultigresStack, cluster: str) -> Path:
@@ -175,31 +150,11 @@ def _password_secret(stack: MultigresStack, name: str) -> str:
     return model.load_spec(shard_cr(stack, name)["spec"], root="spec").password_secret().name
 
 
-# --- the source ----------------------------------------------------------------------------------------
+# --- the source ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def source(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[Source]:
-    """The stack serving SHARD (the clone's source) under a write load aimed at SHARD's primary only.
-    The kubelet's crash-loop back-off as in the fault runs (2-20 s), the agent's backup checks every 3 s,
-    as in test_restore_on_multigres.py."""
-    stack = MultigresStack(tmp_path_factory.mktemp("clone"), progress=lambda line: print(line, flush=True),
-                           agent_args=("--backup-interval", "3"), kubelet_backoff=KUBELET_BACKOFF)
-    load: WriteLoad | None = None
-    try:
-        stack.start()
-        doc = _shard_spec(stack, SHARD, SOURCE_REPLICAS)
-        assert doc["spec"]["clusterName"] == SOURCE_CLUSTER, doc["spec"]
-        stack.apply_shard(doc)
-        stack.wait_serving(SHARD, replicas=SOURCE_REPLICAS, timeout=600)  # no other shard yet: unscoped is fine
-        password = stack.password(SHARD)
-        load = WriteLoad(find_primary=last_good(lambda: _primary_ip(stack, SOURCE_CLUSTER, password)),
-                         dsn=lambda host: stack.dsn(host, password=password), interval=0.01)
-        load.start()
-        load.wait_for_acks(50, timeout=120)
-        yield Source(stack, load, password)
-    finally:
-        if load is not None and load.is_alive():
-            load.stop()
-        stack.stop()
+def source(watched: Watched) -> Source:
+    """The package's shard SHARD (the clone's source) under its write load, aimed at SHARD's primary only."""
+    return Source(watched.stack, watched.load, watched.stack.password(SHARD))
 
 
 def _take_source_backup(src: Source) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.state import boots
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.writeload import TABLE
 
-from .faultrun import KUBELET_BACKOFF
-from .safety import (
+from ..safety import (
     SHARD,
     STACK_TIMEOUT,
     Watched,
@@ -42,38 +40,15 @@ from .safety import (
     shard_events,
     stop_restore_drills,
     switch_and_archive,
-    watched_stack,
 )
+from .stack import ARCHIVE_TIMEOUT, REPLICAS
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
-NEVER = "0 0 1 1 *"
 FIELD_MANAGER = "restore-test"
-REPLICAS = 3
-# v0.1.0 archives a WAL segment only once it is full (archive_timeout 0): under a light load the
-# writes since the last backup would wait for minutes. 10s bounds what the repository misses; set the
-# way docs/operations.md says, through spec.postgresConfig.
-ARCHIVE_TIMEOUT = "10s"
 # What the multipoolers and multiorch say about a restore and the election after it.
 TELLING = ("MonitorPostgres", "restore", "Restore", "Recruited", "appoint", "promotion", "ShardInit")
 RESTORED = "MonitorPostgres: successfully restored from backup"
-
-
-def _shard_spec(stack: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = stack.sample_shard(replicas=REPLICAS, name=SHARD)
-    doc["spec"]["backup"]["schedules"] = {"full": NEVER, "differential": NEVER}
-    doc["spec"]["postgresConfig"] = {"archive_timeout": ARCHIVE_TIMEOUT}
-    return doc
-
-
-@pytest.fixture(scope="module")
-def watched(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[Watched]:
-    # The kubelet's crash-loop back-off as in the fault runs (2-20 s, not 10 s-5 min): the held pods'
-    # repository check passes on its next retry once the repository is back, and the test need not wait
-    # out a 5-minute back-off to see the restore that follows.
-    with watched_stack(tmp_path_factory.mktemp("restore"), _shard_spec, REPLICAS,
-                       agent_args=("--backup-interval", "3"), kubelet_backoff=KUBELET_BACKOFF) as w:
-        yield w
 
 
 def _backup_status(watched: Watched) -> dict[str, Any]:
