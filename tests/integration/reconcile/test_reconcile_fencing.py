@@ -1,7 +1,7 @@
 """Fencing's bad input and refusals on the real apiserver: the CRD refuses a malformed list, an unknown
 name is reported and ignored, the agent's refusals (pod condition Fenced=False) reach the shard as
 FenceRefused naming the pod and why, and nothing is created, drained or deleted because of them.
-(The fence itself needs real Multigres: tests/integration/multigres/test_day2_on_multigres.py.)"""
+(The fence itself needs real Multigres: tests/integration/multigres/day2/test_day2_on_multigres.py.)"""
 
 from __future__ import annotations
 

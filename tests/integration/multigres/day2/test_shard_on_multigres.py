@@ -1,13 +1,13 @@
 """A MultigresShard reconciled by the operator on the real apiserver comes up on real Multigres v0.1.0
 processes (process kubelet): one primary and two synchronous standbys as PostgreSQL and etcd see
 them, a pod deleted by hand comes back on its own volume and rejoins, pods of the pre-release era
-are refused with a clear reason."""
+are refused with a clear reason. It runs on the package's stack after test_day2_on_multigres.py
+(conftest.py), under its write load: these hold for the shard as day-2 operations left it."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -19,19 +19,16 @@ from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 
+from ..safety import Watched
+
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster]
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[MultigresStack]:
-    started = MultigresStack(tmp_path_factory.mktemp("stack"), progress=lambda line: print(line, flush=True))
-    try:
-        started.start()
-        started.apply_shard(started.sample_shard(replicas=3))
-        started.wait_serving("play", replicas=3, timeout=300)
-        yield started
-    finally:
-        started.stop()
+def stack(watched: Watched) -> MultigresStack:
+    """The package's stack, as test_day2_on_multigres.py left it (serving with 3 pods)."""
+    watched.stack.wait_serving("play", replicas=3, timeout=300)
+    return watched.stack
 
 
 def _topology(stack: MultigresStack) -> ShardTopology:

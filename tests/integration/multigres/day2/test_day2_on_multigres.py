@@ -25,7 +25,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -39,7 +39,7 @@ from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 
-from .safety import (
+from ..safety import (
     SHARD,
     STACK_TIMEOUT,
     Watched,
@@ -57,17 +57,10 @@ from .safety import (
     scale,
     shard_cr,
     uids,
-    watched_stack,
 )
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 POOL = "default"
-
-
-@pytest.fixture(scope="module")
-def watched(tmp_path_factory: pytest.TempPathFactory, toolchain: object) -> Iterator[Watched]:
-    with watched_stack(tmp_path_factory.mktemp("day2"), lambda s: s.sample_shard(replicas=3, name=SHARD), 3) as w:
-        yield w
 
 
 def _shard(watched: Watched) -> dict[str, Any]:
