@@ -82,7 +82,7 @@ def _running(ctx: Context, cr: Manifest, rec: dict[str, Any], copy: CloneCopy | 
     outcome = clone.ended(pod)
     if outcome is None:
         return _held(f"copying the repository of {source} (pod {facts.name(pod)}, since {rec.get('startedAt')})")
-    return _finish(ctx, cr, rec, pod, outcome.copied, outcome.reason, outcome.message, outcome.finished_at)
+    return _finish(ctx, cr, rec, pod, outcome.succeeded, outcome.reason, outcome.message, outcome.finished_at)
 
 
 def _start(ctx: Context, cr: Manifest, rec: dict[str, Any], copy: CloneCopy) -> CloneOutcome:

@@ -91,7 +91,7 @@ def _running(ctx: Context, cr: Manifest, rec: dict[str, Any], spec: RestoreDrill
                                     f"the drill pod {spec.pod_name} disappeared before it ended", ""))
     outcome = drill.ended(pod)
     if outcome is not None:
-        return DrillOutcome(_finish(ctx, cr, rec, pod, outcome.verified, outcome.reason, outcome.message,
+        return DrillOutcome(_finish(ctx, cr, rec, pod, outcome.succeeded, outcome.reason, outcome.message,
                                     outcome.finished_at))
     if (ctx.now - started).total_seconds() > spec.timeout_s:
         return DrillOutcome(_finish(ctx, cr, rec, pod, False, "Timeout",

@@ -22,13 +22,13 @@ agent's (keys.ANN_CLONE_ELECTION) says whether the clone's own cohort has its fi
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from typing import Any
 
 from ..core import keys
 from ..core.manifest import Manifest
 from . import facts
 from .repository import posix
+from .task_pod import Ended, TaskPod
 
 SOURCE = "/clone-source"  # the source's backup PVC, read-only
 TARGET = "/clone-target"  # this shard's backup PVC
@@ -85,32 +85,13 @@ def script() -> str:
     ])
 
 
-@dataclass(frozen=True)
-class Ended:
-    """A copy pod whose container has ended, and what that means."""
-
-    copied: bool
-    reason: str
-    message: str
-    finished_at: str
+TASK = TaskPod("copy", keys.CLONE_COPY_CONTAINER,
+               ("Copied", "the source's repository was copied and lists a complete backup"), EXITS)
 
 
 def ended(pod: Manifest) -> Ended | None:
     """The copy's outcome once its pod ended (phase Succeeded or Failed), else None."""
-    status = pod.get("status") or {}
-    if status.get("phase") not in ("Succeeded", "Failed"):
-        return None
-    done = next(((entry.get("state") or {}).get("terminated") or {} for entry in status.get("containerStatuses") or []
-                 if entry.get("name") == keys.CLONE_COPY_CONTAINER), {})
-    code, at = done.get("exitCode"), str(done.get("finishedAt") or "")
-    if status.get("phase") == "Succeeded" and code in (0, None):
-        return Ended(True, "Copied", "the source's repository was copied and lists a complete backup", at)
-    reason, what = EXITS.get(code, ("Unexpected", f"the copy container ended with exit code {code}")) \
-        if isinstance(code, int) else ("Unexpected", "the copy pod failed (no container exit recorded)")
-    if status.get("reason"):  # ended by the kubelet itself (evicted, deadline)
-        what = f"the copy pod failed: {status['reason']}: {status.get('message') or ''}".rstrip(": ")
-    tail = str(done.get("message") or "").strip()
-    return Ended(False, reason, f"{what}{': ' + tail[-500:] if tail else ''}", at)
+    return TASK.ended(pod)
 
 
 def record(cr: Manifest | None) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from ..core import keys
@@ -31,6 +30,7 @@ from ..core.manifest import Manifest
 from . import facts
 from .bootstrap import label_stamp
 from .repository import Repository
+from .task_pod import Ended, TaskPod
 
 DATA = "/drill"  # the emptyDir: data directory, socket, lock and log files
 EXIT_SETUP = 10
@@ -81,42 +81,13 @@ def script(repository: Repository, start_timeout_s: int) -> str:
     ])
 
 
-@dataclass(frozen=True)
-class Ended:
-    """A drill pod whose container has ended, and what that means."""
-
-    verified: bool
-    reason: str
-    message: str
-    finished_at: str
-
-
-def _terminated(pod: Manifest) -> Manifest | None:
-    for entry in (pod.get("status") or {}).get("containerStatuses") or []:
-        if entry.get("name") == keys.RESTORE_DRILL_CONTAINER:
-            return (entry.get("state") or {}).get("terminated")
-    return None
+TASK = TaskPod("drill", keys.RESTORE_DRILL_CONTAINER,
+               ("Verified", "the backup restored, PostgreSQL started in recovery and the query answered"), EXITS)
 
 
 def ended(pod: Manifest) -> Ended | None:
     """The drill's outcome once its pod ended (phase Succeeded or Failed), else None."""
-    phase = (pod.get("status") or {}).get("phase")
-    if phase not in ("Succeeded", "Failed"):
-        return None
-    done = _terminated(pod) or {}
-    code = done.get("exitCode")
-    at = str(done.get("finishedAt") or "")
-    if phase == "Succeeded" and code in (0, None):
-        return Ended(True, "Verified", "the backup restored, PostgreSQL started in recovery and the query answered", at)
-    known = EXITS.get(code) if isinstance(code, int) else None
-    reason, what = known or ("Unexpected", f"the drill container ended with exit code {code}")
-    status = pod.get("status") or {}
-    if status.get("reason"):  # the kubelet ended the pod itself: Evicted (scratch space), DeadlineExceeded
-        what = f"the drill pod failed: {status['reason']}: {status.get('message') or ''}".rstrip(": ")
-    elif code is None:
-        what = "the drill pod failed (no container exit recorded)"
-    tail = str(done.get("message") or "").strip()
-    return Ended(False, reason, f"{what}{': ' + tail[-500:] if tail else ''}", at)
+    return TASK.ended(pod)
 
 
 def newest(backup_ids: Iterable[str]) -> str | None:
