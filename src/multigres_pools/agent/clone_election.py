@@ -35,6 +35,10 @@ Election = keys.ElectionState
 # Two reads of the highest WAL position this far apart and equal: the replay of the copied archive is
 # over (its last segment is replayed at once; archive_timeout keeps segments coming only on the source).
 SETTLE_S = 3.0
+# A failed attempt is retried after RETRY_FIRST_S, doubling per attempt up to RETRY_MAX_S: each attempt
+# raises the term, and a cause that outlives one pass (a multiorch restarting, a pooler refusing) would
+# otherwise cost a term, a record and a Warning event every pass.
+RETRY_FIRST_S, RETRY_MAX_S = 5.0, 300.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,9 @@ def decide(shard: Manifest | None, election: Mapping[str, Any], pods: Sequence[L
         return _waiting(election, _REPLAYING, at, Reading(highest, now))
     if now - previous.since < SETTLE_S:
         return _waiting(election, _REPLAYING, at, previous)
+    until = retry_at(election)
+    if until is not None and now < until:
+        return Decision(reading=previous)  # the Failed record stays: it says what failed
     return Decision(elect=tuple(restored), attempt=next_attempt(election), reading=previous)
 
 
@@ -100,6 +107,22 @@ def next_attempt(election: Mapping[str, Any]) -> int:
     """0, or one past the last attempt: a pooler refuses a second revocation at a term it accepted."""
     last = election.get("attempt")
     return int(last) + 1 if isinstance(last, int) else 0
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds between failed attempt `attempt` and the next one."""
+    return min(RETRY_FIRST_S * 2 ** max(attempt, 0), RETRY_MAX_S)
+
+
+def retry_at(election: Mapping[str, Any]) -> float | None:
+    """When (epoch seconds) the attempt after a Failed record may go; None: no failure to wait out."""
+    if election.get("state") != Election.FAILED:
+        return None
+    failed_at = facts.parse_time(str(election.get("at") or ""))
+    attempt = election.get("attempt")
+    if failed_at is None or not isinstance(attempt, int):
+        return None
+    return failed_at.timestamp() + retry_delay(attempt)
 
 
 def _restored(pods: Sequence[LivePod], answers: Mapping[PoolerId, Restored | DataPlaneError],
@@ -230,4 +253,6 @@ class CloneElections:
             ctx.kube.event(shard, "CloneElected", message)
         elif state == Election.FAILED:
             ctx.log.warning("clone election failed", extra={"namespace": view.namespace, "detail": message})
-            ctx.kube.event(shard, "CloneElectionFailed", f"{message}; the agent tries again", warning=True)
+            delay = retry_delay(int(record["attempt"]))
+            ctx.kube.event(shard, "CloneElectionFailed", f"{message}; the agent tries again in {delay:g}s",
+                           warning=True)

@@ -18,6 +18,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 
 from multigres_pools.agent import clone_election as ce
 from multigres_pools.agent.context import ShardView
+from multigres_pools.agent.kube import now_rfc3339
 from multigres_pools.dataplane.base import (
     DataPlaneError,
     Leadership,
@@ -164,6 +165,14 @@ def test_a_failed_attempt_stays_on_record_and_the_next_one_goes_one_further() ->
     # ... and the retry is attempt 1: certified_rule.plan raises the term past the refused one.
     retry = decide(shard(), failure, previous=reading, now=T0 + 10)
     assert retry.elect and retry.attempt == 1
+    # Not before the back-off since the failure: 5 s after attempt 0, doubling, at most 300 s.
+    at = now_rfc3339(T0 + 10)
+    for attempt, delay in ((0, 5.0), (1, 10.0), (3, 40.0), (9, 300.0)):
+        recent = ce.failed("refused", attempt, at)
+        early = decide(shard(), recent, previous=reading, now=T0 + 10 + delay - 0.5)
+        assert early == ce.Decision(reading=reading), (attempt, early)
+        due = decide(shard(), recent, previous=reading, now=T0 + 10 + delay)
+        assert due.elect and due.attempt == attempt + 1, (attempt, due)
     assert ce.next_attempt({"state": E.FAILED, "attempt": 4}) == 5 and ce.next_attempt({}) == 0
     # A Waiting record keeps the count of attempts already made.
     waiting = ce.decide(shard(), {"state": E.WAITING, "message": "old", "attempt": 1}, [], {}, None, None, T0).record
