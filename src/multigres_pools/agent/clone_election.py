@@ -111,7 +111,7 @@ def next_attempt(election: Mapping[str, Any]) -> int:
 
 def retry_delay(attempt: int) -> float:
     """Seconds between failed attempt `attempt` and the next one."""
-    return min(RETRY_FIRST_S * 2 ** max(attempt, 0), RETRY_MAX_S)
+    return min(RETRY_FIRST_S * 2.0 ** max(attempt, 0), RETRY_MAX_S)
 
 
 def retry_at(election: Mapping[str, Any]) -> float | None:
