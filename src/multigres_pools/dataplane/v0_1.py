@@ -61,7 +61,8 @@ ORCH = "/multiorch.MultiOrchService/"
 # never asked. The deadline covers a loaded election; an unreachable multiorch still fails fast.
 TRIGGER_TIMEOUT_S = 10.0
 # ApplyCertifiedRuleChange returns once the new leader is promoted (Recruit, Propose, pg_promote): 2.5 s
-# measured on a clone (tests/integration/multigres/repository/test_clone_on_multigres.py); a loaded node takes several times that.
+# measured on a clone (tests/integration/multigres/repository/test_clone_on_multigres.py); a loaded
+# node takes several times that.
 CERTIFIED_CHANGE_TIMEOUT_S = 30.0
 
 _ROLES = {cm.PRIMARY: keys.Role.PRIMARY, cm.REPLICA: keys.Role.REPLICA, cm.DRAINED: keys.Role.DRAINED}

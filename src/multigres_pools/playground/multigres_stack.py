@@ -112,6 +112,11 @@ class MultigresStack:
     kubelet_backoff: tuple[float, float] = DEFAULT_BACKOFF  # process node: crash-loop delay (first, max), in s
     net: NodeNet | None = None
     real: RealNode | None = None
+    # Each thread's client for the stack's own reads (pods(), password(), ...), kept open until stop():
+    # tests, loads and samplers poll these many times a second, and a client per call cost a TLS
+    # handshake each on both sides (most of the API server's CPU in a stack module).
+    _readers: threading.local = field(default_factory=threading.local, repr=False)
+    _reader_list: list[KubeClient] = field(default_factory=list, repr=False)
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> MultigresStack:
@@ -236,6 +241,10 @@ class MultigresStack:
         if self.net is not None:
             self.net.release()
         self.operator = self.agent = self.kubelet = self.real = self.net = self.topo = self.cluster = None
+        for reader in list(self._reader_list):
+            reader.close()
+        self._reader_list.clear()
+        self._readers = threading.local()
 
     # --- addresses ---------------------------------------------------------------------------------
     @property
@@ -251,13 +260,17 @@ class MultigresStack:
     def kube(self) -> KubeClient:
         return connect(str(self.kubeconfig))
 
+    def _reader(self) -> KubeClient:
+        """This thread's kept-open client for the stack's reads (see _readers)."""
+        reader: KubeClient | None = getattr(self._readers, "client", None)
+        if reader is None:
+            reader = self._readers.client = self.kube()
+            self._reader_list.append(reader)
+        return reader
+
     def dial_host(self, hostname: str) -> str:
         """A pooler's registered hostname as this machine can dial it (see pod_address)."""
-        kube = self.kube()
-        try:
-            return pod_address(kube, hostname)
-        finally:
-            kube.close()
+        return pod_address(self._reader(), hostname)
 
     # --- the shard -----------------------------------------------------------------------------------
     def sample_shard(self, replicas: int = 3, name: str = "play", path: Path = SAMPLE) -> Manifest:
@@ -278,12 +291,8 @@ class MultigresStack:
     def pods(self, component: str = keys.COMPONENT_POOL, cluster: str = "play") -> list[Manifest]:
         """The pods of one component of one shard (its clusterName): a stack may serve a second shard, such
         as a clone, whose pods the first one's samplers and helpers must not count."""
-        kube = self.kube()
-        try:
-            found = kube.list("v1", "Pod", self.namespace,
-                              f"{keys.LABEL_APP_COMPONENT}={component},{keys.LABEL_APP_INSTANCE}={cluster}")
-        finally:
-            kube.close()
+        found = self._reader().list("v1", "Pod", self.namespace,
+                                    f"{keys.LABEL_APP_COMPONENT}={component},{keys.LABEL_APP_INSTANCE}={cluster}")
         return sorted(found, key=facts.name)
 
     def claim_path(self, pod: str, volume: str) -> Path:
@@ -305,11 +314,7 @@ class MultigresStack:
 
     def cell_addresses(self) -> dict[str, list[str]]:
         """Cell -> the pod IPs of every pod placed in it: pool pods, multiorch and multigateway."""
-        kube = self.kube()
-        try:
-            found = kube.list("v1", "Pod", self.namespace, keys.LABEL_CELL)
-        finally:
-            kube.close()
+        found = self._reader().list("v1", "Pod", self.namespace, keys.LABEL_CELL)
         cells: dict[str, list[str]] = {}
         for pod in sorted(found, key=facts.name):
             if ip := (pod.get("status") or {}).get("podIP"):
@@ -317,15 +322,12 @@ class MultigresStack:
         return cells
 
     def password(self, shard: str = "play") -> str:
-        kube = self.kube()
-        try:
-            cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, self.namespace, shard)
-            if cr is None:
-                raise LookupError(f"no MultigresShard {self.namespace}/{shard}")
-            ref = model.load_spec(cr["spec"], root="spec").password_secret()
-            secret = kube.get("v1", "Secret", self.namespace, ref.name)
-        finally:
-            kube.close()
+        kube = self._reader()
+        cr = kube.get(keys.API_GROUP_VERSION, keys.SHARD_KIND, self.namespace, shard)
+        if cr is None:
+            raise LookupError(f"no MultigresShard {self.namespace}/{shard}")
+        ref = model.load_spec(cr["spec"], root="spec").password_secret()
+        secret = kube.get("v1", "Secret", self.namespace, ref.name)
         if secret is None or ref.key not in (secret.get("data") or {}):
             raise LookupError(f"the password Secret {ref.name} has no key {ref.key!r} yet")
         return base64.b64decode(secret["data"][ref.key]).decode()

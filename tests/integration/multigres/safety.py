@@ -10,6 +10,7 @@ import copy
 import itertools
 import json
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,6 +53,23 @@ def last_good(fetch: Callable[[], str | None]) -> Callable[[], str | None]:
     return call
 
 
+def throttled(fetch: Callable[[], str | None], seconds: float = 0.25) -> Callable[[], str | None]:
+    """`fetch`, asked at most once per `seconds`: the write load asks where the primary is before every
+    write (100 a second), and each ask was a LIST of pods, the API server's busiest request in a stack
+    module. A failover breaks the load's connection first, and its retry waits 0.2 s anyway."""
+    known: list[str | None] = [None]
+    asked = [float("-inf")]
+    lock = threading.Lock()
+
+    def call() -> str | None:
+        with lock:
+            if time.monotonic() - asked[0] >= seconds:
+                known[0], asked[0] = fetch(), time.monotonic()
+            return known[0]
+
+    return call
+
+
 class Watched:
     """The stack with everything a data-safety claim is judged by running beside it. The write load
     goes to the primary's PostgreSQL, or with `through_gateway` through the multigateway (a client's
@@ -60,10 +78,10 @@ class Watched:
     def __init__(self, stack: MultigresStack, through_gateway: bool = False, history: History | None = None) -> None:
         self.stack = stack
         password = stack.password(SHARD)
-        primary = last_good(stack.primary_ip)
+        primary = throttled(last_good(stack.primary_ip))
         port = layout.MULTIGATEWAY_PG if through_gateway else layout.POSTGRES
         self.timeline = PodTimeline(stack.kubeconfig, stack.namespace, cluster=SHARD)  # clusterName = name
-        self.load = WriteLoad(find_primary=last_good(stack.gateway_ip) if through_gateway else primary,
+        self.load = WriteLoad(find_primary=throttled(last_good(stack.gateway_ip)) if through_gateway else primary,
                               dsn=lambda host: stack.dsn(host, port=port, password=password), interval=0.01,
                               history=history)
         self.sync = SyncSampler(find_primary=primary, dsn=lambda host: stack.dsn(host, password=password))
