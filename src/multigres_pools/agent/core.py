@@ -105,13 +105,15 @@ class Agent:
     def on_pod(self, pod: Manifest) -> None:
         self.reconcile(self.remember(pod))
 
-    def on_shard(self, shard: Manifest) -> None:
+    def on_shard(self, shard: Manifest) -> ShardRef | None:
+        """The shard's pass; returns the pool pods' selector it reconciled (None: none)."""
         if not self.is_leader() or not trust.shard_selected(shard, self.ctx.config.shard_selector):
-            return
+            return None
         with self._leader_only(), self._kube_retried(podinfo.namespace(shard)):
-            self._on_shard(shard)
+            return self._on_shard(shard)
+        return None  # refused, or the API server did not answer
 
-    def _on_shard(self, shard: Manifest) -> None:
+    def _on_shard(self, shard: Manifest) -> ShardRef | None:
         ns, name = podinfo.namespace(shard), podinfo.name(shard)
         topology.cleanup(self.ctx, shard)
         if podinfo.annotations(shard).get(keys.ANN_TOPOLOGY_CLEANUP) or podinfo.deleting(shard):
@@ -120,7 +122,7 @@ class Agent:
                 with self._guard:
                     # its pods must not re-register what was cleaned up
                     self._retired[topo.key] = str(podinfo.meta(shard).get("uid") or "")
-            return
+            return None
         ref = self._ref(ns, labels.shard_selector(podinfo.cr_shard_id(shard)))
         with self._guard:
             self._known.add(ref)
@@ -130,15 +132,15 @@ class Agent:
         self.reconcile(ref)
         if due:
             backup_health.check(self.ctx, shard)
+        return ref
 
     def tick(self) -> None:
-        """One periodic round: etcd changes (roles, failovers) produce no Kubernetes events."""
+        """One periodic round: etcd changes (roles, failovers) produce no Kubernetes events. Each
+        shard's pods get one pass: through their MultigresShard (which also checks its backups), or
+        by their selector alone (pods no shard the agent knows of names)."""
         if not self.is_leader():
             return
-        with self._guard:
-            refs = sorted(self._known)
-        for ref in refs:
-            self.reconcile(ref)
+        done: set[ShardRef] = set()
         for ns, name in list(self._crs):
             if not self.is_leader():
                 return
@@ -149,8 +151,12 @@ class Agent:
                 return  # the API server is not answering: the next round asks again
             if shard is None:
                 self._crs.pop((ns, name), None)
-            else:
-                self.on_shard(shard)
+            elif (ref := self.on_shard(shard)) is not None:
+                done.add(ref)
+        with self._guard:
+            refs = sorted(self._known - done)
+        for ref in refs:
+            self.reconcile(ref)
 
     # --- the shard pass ------------------------------------------------------------------------------
     @staticmethod
@@ -179,18 +185,19 @@ class Agent:
                 self.passes += 1
         return []  # refused: leadership in doubt
 
-    def _groups(self, namespace: str, selector: dict[str, str]) -> dict[tuple[str, ...], list[Manifest]]:
+    def _groups(self, namespace: str, selector: dict[str, str], shards: dict[str, Manifest | None],
+                ) -> dict[tuple[str, ...], list[Manifest]]:
+        """The trusted pool pods by shard key; `shards` keeps each MultigresShard read on the way (by
+        name, None: not there), so the pass reads each once."""
         groups: dict[tuple[str, ...], list[Manifest]] = {}
-        uids: dict[str, str | None] = {}
-
         config = self.ctx.config
 
         def live_uid(name: str) -> str | None:
-            if name not in uids:
-                shard = self.ctx.kube.get_shard(namespace, name)
-                selected = shard is not None and trust.shard_selected(shard, config.shard_selector)
-                uids[name] = podinfo.meta(shard).get("uid") if shard is not None and selected else None
-            return uids[name]
+            if name not in shards:
+                shards[name] = self.ctx.kube.get_shard(namespace, name)
+            shard = shards[name]
+            selected = shard is not None and trust.shard_selected(shard, config.shard_selector)
+            return podinfo.meta(shard).get("uid") if shard is not None and selected else None
 
         unowned = config.allow_unowned_pods and not config.shard_selector
         for pod in self.ctx.kube.list_pool_pods(namespace, selector):
@@ -216,18 +223,21 @@ class Agent:
     def _reconcile(self, ref: ShardRef) -> list[ShardView]:
         namespace, selector = ref[0], dict(ref[1])
         views = []
-        for key, first_pods in self._groups(namespace, selector).items():
-            view = self._observe(namespace, selector, key, first_pods)
+        shards: dict[str, Manifest | None] = {}
+        for key, first_pods in self._groups(namespace, selector, shards).items():
+            view = self._observe(namespace, selector, key, first_pods, shards)
             if view is not None:
                 self._act(view)
                 views.append(view)
         return views
 
     def _observe(self, namespace: str, selector: dict[str, str], key: tuple[str, ...],
-                 first_pods: list[Manifest]) -> ShardView | None:
+                 first_pods: list[Manifest], shards: dict[str, Manifest | None]) -> ShardView | None:
         ctx = self.ctx
         owner = next((n for p in first_pods if (n := podinfo.owner_shard_name(p))), None)
-        shard = ctx.kube.get_shard(namespace, owner) if owner else None
+        if owner and owner not in shards:
+            shards[owner] = ctx.kube.get_shard(namespace, owner)
+        shard = shards[owner] if owner else None
         extra_cells = podinfo.cr_cells(shard) if shard else ()
         # _groups keeps only pods whose flags give a topology.
         tops = [cast(podinfo.PodTopology, podinfo.pod_topology(p)) for p in first_pods]
@@ -250,7 +260,7 @@ class Agent:
             view.topology_reason = RefusalReason.VERSION_MISMATCH.value
             ctx.metrics.reconcile_errors.labels(view.topology_reason).inc()
             ctx.log.warning("version mismatch", extra={"namespace": namespace, "detail": view.topology_error})
-        view.pods = self._groups(namespace, selector).get(key, [])
+        view.pods = self._groups(namespace, selector, shards).get(key, [])  # read after the poolers
         if view.pods and view.topology_reason == RefusalReason.VERSION_MISMATCH and topo.key not in self._mismatched:
             self._mismatched.add(topo.key)
             ctx.kube.event(shard or view.pods[0], "VersionMismatch", f"{view.topology_error}; the agent takes no "
@@ -296,7 +306,7 @@ class Agent:
         if touched and view.poolers is not None:
             # Drains and deletions change records and pods: read both again before roles and pruning.
             top = cast(podinfo.PodTopology, podinfo.pod_topology(view.pods[0]))  # a grouped pod (_groups)
-            fresh = self._observe(view.namespace, {}, top.shard_key, view.pods)
+            fresh = self._observe(view.namespace, {}, top.shard_key, view.pods, {})
             if fresh is None:
                 return
             view.take(fresh)

@@ -27,14 +27,14 @@ WORKERS = 4  # events of different pods are handled side by side, as many at onc
 STOP_POLL_S = 0.2  # how soon a set stop flag ends the watches
 
 
-def _logged(future: Future[None]) -> None:
+def _logged(future: Future[object]) -> None:
     exc = future.exception()
     if exc is not None:
         log.error("handling a watch event failed", exc_info=exc)
 
 
 def informers(api: AsyncKube, agent: Agent, namespaces: list[str] | None,
-              submit: Callable[[Callable[[Manifest], None], Manifest], None]) -> list[Informer]:
+              submit: Callable[[Callable[[Manifest], object], Manifest], None]) -> list[Informer]:
     """One pod and one shard informer per watched namespace (None: cluster-wide)."""
     out: list[Informer] = []
     scopes: list[str | None] = [*namespaces] if namespaces else [None]
@@ -64,7 +64,7 @@ async def watch_until_stopped(agent: Agent, creds: Credentials, namespaces: list
     api = AsyncKube(creds)
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="event")
 
-    def submit(handler: Callable[[Manifest], None], obj: Manifest) -> None:
+    def submit(handler: Callable[[Manifest], object], obj: Manifest) -> None:
         if not stop.is_set():
             pool.submit(handler, obj).add_done_callback(_logged)
 
