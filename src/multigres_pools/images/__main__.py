@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     repo = collection_root()
     if args.command == "list":
         for recipe in catalog.RECIPES:
-            print(f"{recipe.name:<26} {recipe.ref:<52} uid {recipe.user}  {recipe.containerfile(repo)}")
+            print(f"{recipe.name:<26} {recipe.ref:<53} uid {recipe.user}  {recipe.containerfile(repo)}")
         return 0
     if args.command == "lock":
         target = repo / catalog.POOLS_LOCK
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("images: interrupted; nothing half-built was kept", file=sys.stderr)
         return 130
-    print(f"{'IMAGE':<26} {'REFERENCE':<52} {'DIGEST':<19}  {'SIZE':>10}  {'BUILD':<14} ARCHIVE")
+    print(f"{'IMAGE':<26} {'REFERENCE':<53} {'DIGEST':<19}  {'SIZE':>10}  {'BUILD':<14} ARCHIVE")
     for item in built:
         print(item.line())
     return 0

@@ -47,7 +47,7 @@ class Built:
 
     def line(self) -> str:
         how = f"built in {self.seconds:.0f}s" if self.seconds else "cached"
-        return (f"{self.name:<26} {self.ref:<52} {self.digest[:19]}  {self.compressed_bytes / 1e6:7.1f} MB  "
+        return (f"{self.name:<26} {self.ref:<53} {self.digest[:19]}  {self.compressed_bytes / 1e6:7.1f} MB  "
                 f"{how:<14} {self.archive}")
 
 

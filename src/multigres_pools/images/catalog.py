@@ -2,14 +2,25 @@
 
 | image | name from | recipe |
 |---|---|---|
-| pools | keys.POOLS_IMAGE (the install bundle's Deployments) | images/pools/Containerfile |
+| pools-deps | a local name, a build base | images/pools-deps |
+| pools | keys.POOLS_IMAGE (the install bundle's Deployments) | images/pools/Containerfile (FROM pools-deps) |
 | multigres, pgctld | model.RELEASE_IMAGES for v0.1.0 (what pool pods default to) | images/multigres, images/pgctld |
 | ansible-operator-base | the Ansible Operator's own base, ansible_operator.VERSION | images/ansible-operator-base |
+| ansible-operator-deps | a local name, a build base | images/ansible-operator-deps |
 | ansible-operator | keys.ANSIBLE_OPERATOR_IMAGE (generated: ansible_operator_image.py) | images/ansible-operator |
 | execution-environment-base | a local name, a build base (root) | images/execution-environment-base |
+| execution-environment-deps | a local name, a build base (root) | images/execution-environment-deps |
 | execution-environment | keys.EXECUTION_ENVIRONMENT_IMAGE | images/execution-environment/*.yml (ansible-builder) |
 | pause | PAUSE_IMAGE (the real node's pod sandbox) | images/pause (our pause.c, FROM scratch) |
 | node-helper | NODE_HELPER_IMAGE (the real node's helper and client pods) | images/node-helper (busybox-static) |
+
+Each image that carries our code is built FROM a `-deps` image holding what does not depend on it,
+so a code change rebuilds only a thin top: pools-deps is Debian's Python with a venv of the pinned
+runtime lock (pools adds the project's wheel); ansible-operator-deps has ansible-core and
+meta/requirements.txt over the base, execution-environment-deps every Python package the EE
+definition installs (each top adds the collection). The Ansible Operator's Containerfile and the EE
+definition stay whole (on the upstream base each builds all of its image); here their own pip steps
+find the `-deps` image's packages already installed.
 """
 
 from __future__ import annotations
@@ -45,6 +56,14 @@ EE_INIT = "dumb-init==1.2.5"  # ansible-builder 3.1's default container init
 BUILD_TOOLS = ("setuptools==84.2.1", "wheel==0.48.0")
 BINDEP = ("bindep==2.14.0", "packaging==26.4")
 LOCAL_NAMES = "localhost/multigres-pools"  # images only this machine's builds refer to
+# The build bases that hold what does not depend on our code (the -deps recipes below).
+POOLS_DEPS_IMAGE = f"{LOCAL_NAMES}/pools-deps:{keys.RELEASE}"
+ANSIBLE_OPERATOR_DEPS_IMAGE = f"{LOCAL_NAMES}/ansible-operator-deps:{keys.RELEASE}"
+EE_BASE_IMAGE = f"{LOCAL_NAMES}/ee-base:{keys.RELEASE}"
+EE_DEPS_IMAGE = f"{LOCAL_NAMES}/ee-deps:{keys.RELEASE}"
+# The pip that installs the project's wheel into the pools image's venv, run from its own wheel so
+# the image keeps none: the version the development venv has.
+PIP_WHEEL = "pip==23.2.1"
 # The real test node's own images (playground/node_binaries.py builds its host binaries): the pod
 # sandbox containerd's CRI starts first in every pod, and busybox for local-path-provisioner's helper
 # pods and test clients. The node-helper tag is Debian's busybox-static version, which the build checks.
@@ -90,8 +109,12 @@ def base_pins(module: Path) -> list[str]:
     return [f"{name}{spec['version']}" for name, spec in sorted(lock["default"].items())]
 
 
+def _pools_deps(repo: Path) -> tuple[inputs.Input, ...]:
+    return (inputs.dependency_wheels("wheels", repo / POOLS_LOCK),)
+
+
 def _pools(repo: Path) -> tuple[inputs.Input, ...]:
-    return (inputs.wheelhouse("wheels", repo, repo / POOLS_LOCK),)
+    return (inputs.project_wheel("wheels", repo, PIP_WHEEL),)
 
 
 def _sid() -> tuple[inputs.Input, ...]:
@@ -122,19 +145,33 @@ def _operator_base(repo: Path) -> tuple[inputs.Input, ...]:
             inputs.tree("ansible_runner_http", module / OPERATOR_BASE_SOURCES / "ansible_runner_http"))
 
 
+def _operator_deps(repo: Path) -> tuple[inputs.Input, ...]:
+    return (inputs.text("requirements.txt", "\n".join(_operator_wheels(repo)) + "\n"),)
+
+
 def _operator(repo: Path) -> tuple[inputs.Input, ...]:
     generated = ansible_operator_image.files(repo)
     return (inputs.text("requirements.txt", generated[Path("requirements.txt")]),
             inputs.collection_tarball(f"multigres-pools-{keys.RELEASE}.tar.gz", repo))
 
 
-def _ee_wheels(repo: Path) -> tuple[str, ...]:
+def _ee_deps_wheels(repo: Path) -> tuple[str, ...]:
+    """What the execution environment keeps of what ansible-builder installs: ansible-core,
+    ansible-runner, both collections' requirements and dumb-init."""
     pinned = {_project(p): p for p in pins(repo / "requirements.txt")}
     core = [line.strip() for line in (inputs.kubernetes_core_dir(repo) / "requirements.txt").read_text().splitlines()]
     return (ansible_operator_image.ansible_core_pin(repo), pinned["ansible-runner"],
-            *pins(repo / "meta" / "requirements.txt"), *(pinned.get(_project(r), r) for r in core if r),
-            # What ansible-builder's stages install: bindep (with PyYAML and packaging) and dumb-init.
-            *BINDEP, EE_INIT, *BUILD_TOOLS)
+            *pins(repo / "meta" / "requirements.txt"), *(pinned.get(_project(r), r) for r in core if r), EE_INIT)
+
+
+def _ee_deps(repo: Path) -> tuple[inputs.Input, ...]:
+    return (inputs.text("requirements.txt", "\n".join(_ee_deps_wheels(repo)) + "\n"),)
+
+
+def _ee_wheels(repo: Path) -> tuple[str, ...]:
+    # What ansible-builder's builder stage installs and the EE does not keep: bindep (PyYAML and
+    # packaging it finds in the -deps image); the rest is installed there already.
+    return (*BINDEP, *BUILD_TOOLS)
 
 
 def _project(requirement: str) -> str:
@@ -165,16 +202,21 @@ def _tag(ref: str) -> str:
 
 
 RECIPES = (
-    Recipe("pools", keys.POOLS_IMAGE, BOOKWORM, _pools, keys.RELEASE, 65532),
+    Recipe("pools-deps", POOLS_DEPS_IMAGE, BOOKWORM, _pools_deps, keys.RELEASE, 65532),
+    Recipe("pools", keys.POOLS_IMAGE, "pools-deps", _pools, keys.RELEASE, 65532),
     Recipe("multigres", V0_1.multigres, TRIXIE, _multigres, _tag(V0_1.multigres), 65532),
     Recipe("pgctld", V0_1.pgctld, TRIXIE, _pgctld, _tag(V0_1.pgctld), 999),
     Recipe("ansible-operator-base", ansible_operator_image.BASE_IMAGE, BOOKWORM, _operator_base,
            ansible_operator.VERSION, 1001, wheels=_operator_base_wheels),
-    Recipe("ansible-operator", keys.ANSIBLE_OPERATOR_IMAGE, "ansible-operator-base", _operator, keys.RELEASE, 1001,
-           wheels=_operator_wheels),
-    Recipe("execution-environment-base", f"{LOCAL_NAMES}/ee-base:{keys.RELEASE}", BOOKWORM, lambda _r: (),
-           keys.RELEASE, 0),
-    Recipe("execution-environment", keys.EXECUTION_ENVIRONMENT_IMAGE, "execution-environment-base", _ee,
+    Recipe("ansible-operator-deps", ANSIBLE_OPERATOR_DEPS_IMAGE, "ansible-operator-base", _operator_deps,
+           keys.RELEASE, 1001, wheels=_operator_wheels),
+    # Its own pip step runs again over the -deps image, with no index: everything is installed.
+    Recipe("ansible-operator", keys.ANSIBLE_OPERATOR_IMAGE, "ansible-operator-deps", _operator, keys.RELEASE, 1001,
+           build_args={"PIP_NO_INDEX": "1"}),
+    Recipe("execution-environment-base", EE_BASE_IMAGE, BOOKWORM, lambda _r: (), keys.RELEASE, 0),
+    Recipe("execution-environment-deps", EE_DEPS_IMAGE, "execution-environment-base", _ee_deps, keys.RELEASE, 0,
+           wheels=_ee_deps_wheels),
+    Recipe("execution-environment", keys.EXECUTION_ENVIRONMENT_IMAGE, "execution-environment-deps", _ee,
            keys.RELEASE, 1000, wheels=_ee_wheels, recipe_file=EE_DEFINITION, base_arg="EE_BASE_IMAGE",
            generate=_ee_generate),
     Recipe("pause", PAUSE_IMAGE, BOOKWORM, _pause, PAUSE_VERSION, 65535, debian=False),

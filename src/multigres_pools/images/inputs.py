@@ -65,10 +65,10 @@ def _pip() -> list[str]:
     return [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 
 
-def wheelhouse(name: str, repo: Path, lock: Path) -> Input:
-    """The project's wheel plus a wheel of every pinned runtime dependency in `lock`, built by this
-    machine's Python (the images' Python is the same 3.11, so the wheels fit), offline once pip's
-    cache has them."""
+def project_wheel(name: str, repo: Path, *tools: str) -> Input:
+    """The project's wheel, built from exactly the keyed parts of the checkout, and beside it a wheel
+    of each pinned tool in `tools` (the pip that installs it), offline once pip's cache has them.
+    Only this changes with our code: the pinned dependencies are `dependency_wheels`."""
     def write(path: Path) -> None:
         path.mkdir(parents=True)
         # From a copy of exactly the keyed parts: an in-tree build leaves build/ in the checkout,
@@ -82,9 +82,21 @@ def wheelhouse(name: str, repo: Path, lock: Path) -> Input:
                     shutil.copy2(source, Path(tmp) / part)
             run([*_pip(), "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(path), tmp],
                 "build the multigres-pools wheel")
+        if tools:
+            run([*_pip(), "wheel", "-q", "--no-deps", "--only-binary=:all:", "-w", str(path), *tools],
+                f"fetch {' '.join(tools)}")
+    return Input(name, digest(["project-wheel", source_key(repo, WHEEL_PARTS), *tools]), write)
+
+
+def dependency_wheels(name: str, lock: Path) -> Input:
+    """A wheel of every pinned runtime dependency in `lock`, as this machine's Python fetches them
+    (the images' Python is the same 3.11, so the wheels fit), offline once pip's cache has them.
+    Keyed by the lock and the Python alone: a change to our code leaves it as it is."""
+    def write(path: Path) -> None:
+        path.mkdir(parents=True)
         run([*_pip(), "wheel", "-q", "--no-deps", "--only-binary=:all:", "-w", str(path), "-r", str(lock)],
             f"fetch the wheels pinned in {lock.name}")
-    return Input(name, digest(["wheelhouse", source_key(repo, WHEEL_PARTS), lock.read_bytes(), sys.version]), write)
+    return Input(name, digest(["dependency-wheels", lock.read_bytes(), sys.version]), write)
 
 
 def collection_tarball(name: str, repo: Path) -> Input:

@@ -67,7 +67,7 @@ def test_a_failed_build_names_its_step_and_tags_nothing(tmp_path: Path) -> None:
 
 
 def test_unknown_image_is_refused_by_name(tmp_path: Path) -> None:
-    with pytest.raises(ImageBuildError, match="unknown image nosuch; known: pools, multigres"):
+    with pytest.raises(ImageBuildError, match="unknown image nosuch; known: pools-deps, pools, multigres"):
         image_build.build(("nosuch",), tmp_path)
 
 

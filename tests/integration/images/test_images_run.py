@@ -12,6 +12,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.render import layo
 
 from multigres_pools.images import catalog
 from multigres_pools.images.build import Built
+from multigres_pools.images.buildah import read_archive
 from multigres_pools.install import bundle
 from multigres_pools.playground import ansible_operator
 from multigres_pools.playground.containerd import Containerd, image_config
@@ -31,8 +32,9 @@ def _run_as_image(ctrd: Containerd, image: Built, args: list[str], **kwargs: obj
                     tmpfs=("/tmp",), **kwargs)  # type: ignore[arg-type]  # run's keyword arguments
 
 
-# The execution environment's base is a build stage stand-in (uid 0 while ansible-builder installs);
-# pause has no `id` to run (test_node_images reads its uid from the host).
+# The execution environment's bases are build stage stand-ins (uid 0 while ansible-builder installs);
+# pause has no `id` to run (test_node_images reads its uid from the host). The pools and Ansible
+# Operator -deps images run as their image's user, so they are checked too.
 @pytest.mark.parametrize("name", [r.name for r in catalog.RECIPES if r.user != 0 and r.name != "pause"])
 def test_each_image_runs_as_its_numeric_non_root_user(ctrd: Containerd, built: dict[str, Built], name: str) -> None:
     image = built[name]
@@ -42,6 +44,21 @@ def test_each_image_runs_as_its_numeric_non_root_user(ctrd: Containerd, built: d
     assert ctrd.run(image.ref, ["id", "-u"]).strip() == uid
     assert config.labels["org.opencontainers.image.version"] == catalog.BY_NAME[name].version
     assert image.digest.startswith("sha256:") and image.compressed_bytes > 0
+
+
+@pytest.mark.parametrize("name", ["pools", "ansible-operator", "execution-environment"])
+def test_our_code_is_a_thin_top_over_the_deps_image(built: dict[str, Built], name: str) -> None:
+    """The image's layers are its -deps image's, the very blobs, and a few of our own on top: a
+    code change rebuilds, and a registry transfers, only those."""
+    base = catalog.BY_NAME[name].base
+    assert base == f"{name}-deps"
+    image, deps = built[name], built[base]
+    layers = read_archive(Path(image.archive)).manifest["layers"]
+    below = [layer["digest"] for layer in read_archive(Path(deps.archive)).manifest["layers"]]
+    assert [layer["digest"] for layer in layers[:len(below)]] == below
+    own = layers[len(below):]
+    # One layer a stage: the EE's ansible-builder base stage commits one of its own (its pip.conf).
+    assert 1 <= len(own) <= 2 and sum(layer["size"] for layer in own) < image.compressed_bytes / 10, own
 
 
 def test_project_image_is_what_the_bundle_names(ctrd: Containerd, built: dict[str, Built]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.spec.model import Pool
 from packaging.requirements import Requirement
 
+from multigres_pools import ansible_operator_image
 from multigres_pools.images import build, catalog, inputs
 from multigres_pools.images.lock import pins
 from multigres_pools.images.steps import ImageBuildError, run
@@ -64,14 +66,93 @@ def test_the_execution_environment_definition_names_what_make_images_provides() 
     files = {Path(i.name).name for i in recipe.inputs(REPO)} - {catalog.EE_DEFINITION}
     assert {f["src"] for f in definition["additional_build_files"]} == files
     assert {Path(c["name"]).name for c in definition["dependencies"]["galaxy"]["collections"]} == files
-    wheels = catalog.BY_NAME["execution-environment"].wheels(REPO)
+    # ansible-builder's own pip steps find these installed in the image make images builds it FROM.
+    assert recipe.base == "execution-environment-deps"
+    wheels = catalog.BY_NAME["execution-environment-deps"].wheels(REPO)
     for dependency in ("ansible_core", "ansible_runner"):
         assert definition["dependencies"][dependency]["package_pip"] in wheels
+    assert catalog.EE_INIT in wheels and not set(catalog.BINDEP) & set(wheels)
 
 
 def test_with_bases_puts_a_base_before_what_is_built_from_it() -> None:
     order = [r.name for r in catalog.with_bases(("ansible-operator", "pools"))]
-    assert order == ["pools", "ansible-operator-base", "ansible-operator"]
+    assert order == ["pools-deps", "pools", "ansible-operator-base", "ansible-operator-deps", "ansible-operator"]
+
+
+DEPS = {"pools": "pools-deps", "ansible-operator": "ansible-operator-deps",
+        "execution-environment": "execution-environment-deps"}
+
+
+def test_each_image_of_our_code_is_built_from_a_local_deps_image() -> None:
+    """The -deps images are build bases under local names. The pools Containerfile names pools-deps
+    as its default base; the Ansible Operator's -deps image starts from the base its generated
+    Containerfile names (which alone still builds the whole image), and the EE's from ee-base."""
+    refs = {"pools-deps": catalog.POOLS_DEPS_IMAGE, "ansible-operator-deps": catalog.ANSIBLE_OPERATOR_DEPS_IMAGE,
+            "execution-environment-deps": catalog.EE_DEPS_IMAGE}
+    for name, deps in DEPS.items():
+        assert catalog.BY_NAME[name].base == deps and catalog.BY_NAME[deps].ref == refs[deps]
+        assert refs[deps].startswith(f"{catalog.LOCAL_NAMES}/") and refs[deps].endswith(f":{keys.RELEASE}")
+        assert catalog.BY_NAME[deps].version == keys.RELEASE
+
+    def default_base(name: str) -> str:
+        (found,) = re.findall(r"^ARG BASE=(\S+)$", catalog.BY_NAME[name].containerfile(REPO).read_text(), re.M)
+        return str(found)
+
+    assert default_base("pools") == catalog.POOLS_DEPS_IMAGE
+    assert default_base("ansible-operator") == ansible_operator_image.BASE_IMAGE
+    assert default_base("ansible-operator-deps") == ansible_operator_image.BASE_IMAGE
+    assert default_base("ansible-operator-deps") == catalog.BY_NAME["ansible-operator-base"].ref
+    assert default_base("execution-environment-deps") == catalog.BY_NAME["execution-environment-base"].ref
+
+
+def test_the_deps_images_install_what_the_recipes_over_them_would(tmp_path: Path) -> None:
+    """ansible-operator's generated Containerfile and the EE definition keep their own pip steps; over
+    a -deps image those find everything installed, and the build gives them no index for the rest."""
+    installed = _requirements(catalog.BY_NAME["ansible-operator-deps"], tmp_path / "operator")
+    assert installed == list(catalog.BY_NAME["ansible-operator-deps"].wheels(REPO))
+    step = re.search(r"^RUN pip3 install --no-cache-dir (\S+) -r ", ansible_operator_image.containerfile(REPO), re.M)
+    assert step and installed == [step[1], *pins(REPO / "meta" / "requirements.txt")]
+    top = catalog.BY_NAME["ansible-operator"]
+    assert top.wheels(REPO) == () and top.build_args == {"PIP_NO_INDEX": "1"}
+    ee = catalog.BY_NAME["execution-environment-deps"]
+    assert _requirements(ee, tmp_path / "ee") == list(ee.wheels(REPO))
+
+
+def _requirements(recipe: catalog.Recipe, context: Path) -> list[str]:
+    """The lines of the requirements.txt a -deps recipe's context holds (all it holds)."""
+    items = recipe.inputs(REPO)
+    assert [i.name for i in items] == ["requirements.txt"]
+    context.mkdir()
+    inputs.materialise(items, context)
+    return [line for line in (context / "requirements.txt").read_text().splitlines() if line]
+
+
+def test_a_code_change_keys_only_the_images_over_the_deps(tmp_path: Path) -> None:
+    """What a -deps image is built from is keyed without our code: a change to the package or the
+    collection changes the keys of pools, ansible-operator and the EE, never of their -deps images."""
+    for part in ("requirements.txt", "pyproject.toml", "galaxy.yml", "meta", "images"):
+        source = REPO / part
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / part)
+        else:
+            shutil.copy2(source, tmp_path / part)
+    core = inputs.kubernetes_core_dir(REPO)
+    (inputs.kubernetes_core_dir(tmp_path)).mkdir(parents=True)
+    for name in ("requirements.txt", "MANIFEST.json", "FILES.json"):
+        if (core / name).is_file():
+            shutil.copy2(core / name, inputs.kubernetes_core_dir(tmp_path) / name)
+    code = tmp_path / "src" / "multigres_pools" / "__init__.py"
+    code.parent.mkdir(parents=True)
+    code.write_text('"""the package"""\n')
+
+    def keys_now() -> dict[str, tuple[str, ...]]:
+        recipes = [catalog.BY_NAME[name] for pair in DEPS.items() for name in pair]
+        return {r.name: (*(i.key for i in r.inputs(tmp_path)), *r.wheels(tmp_path)) for r in recipes}
+
+    before = keys_now()
+    code.write_text('"""the package"""\n# changed\n')
+    after = keys_now()
+    assert {name for name in before if before[name] != after[name]} == set(DEPS)
 
 
 def test_the_content_key_follows_every_input(tmp_path: Path) -> None:
