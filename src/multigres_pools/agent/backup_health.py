@@ -13,7 +13,7 @@ from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
-from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, facts
+from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, clone, facts
 
 from ..dataplane.base import Backup, DataPlaneError, RefusalReason
 from . import podinfo
@@ -55,10 +55,17 @@ def evaluate(backups: list[Backup], now: datetime, stale_after_s: float) -> dict
     return verdict
 
 
+def awaits_first_primary(shard: Manifest) -> bool:
+    """A clone before the agent elected its first primary (agent/clone_election.py): no pooler is
+    PRIMARY by design meanwhile, so a check could only fail, with a Warning every pass."""
+    cloned_from = ((shard.get("spec") or {}).get("backup") or {}).get("cloneFrom")
+    return bool(cloned_from) and clone.election(shard).get("state") != keys.ElectionState.ELECTED
+
+
 def check(ctx: Context, shard: Manifest) -> dict[str, Any] | None:
     """GetBackups on the shard's primary and publish the verdict; None when it could not be judged."""
     topo = podinfo.cr_topology(shard)
-    if topo is None:
+    if topo is None or awaits_first_primary(shard):
         return None
     now = datetime.fromtimestamp(ctx.clock(), UTC)
     previous = podinfo.annotations(shard).get(keys.ANN_BACKUP_HEALTH)

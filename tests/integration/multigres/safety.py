@@ -196,14 +196,15 @@ def shard_condition(watched: Watched, ctype: str) -> dict[str, Any]:
     return facts.condition(shard_cr(watched.stack), ctype) or {}
 
 
-def shard_events(watched: Watched, reason: str) -> list[dict[str, Any]]:
-    """The events of `reason` about the MultigresShard."""
-    kube = watched.stack.kube()
+def shard_events(watched: Watched | MultigresStack, reason: str, shard: str = SHARD) -> list[dict[str, Any]]:
+    """The events of `reason` about the MultigresShard `shard`."""
+    stack = watched.stack if isinstance(watched, Watched) else watched
+    kube = stack.kube()
     try:
-        found = kube.list("v1", "Event", watched.stack.namespace)
+        found = kube.list("v1", "Event", stack.namespace)
     finally:
         kube.close()
-    return [e for e in found if (e.get("involvedObject") or {}).get("name") == SHARD and e.get("reason") == reason]
+    return [e for e in found if (e.get("involvedObject") or {}).get("name") == shard and e.get("reason") == reason]
 
 
 def backup_state(stack: MultigresStack) -> dict[str, Any]:
