@@ -8,6 +8,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from multigres_pools.playground.localstack import free_port
 from tests.helpers.collection import REPO, build_collection, cached_venv
 
 RUNNER_DIR = Path("/tmp/ansible-operator/runner")  # where ansible-operator writes ansible-runner's inputs
+# Each run's event socket: a fixed path in the operator's code (runner/eventapi), not under TMPDIR; a
+# run the operator was stopped in leaves its socket behind.
+EVENT_SOCKETS = "ansibleoperator-*"
 
 
 def operator_python() -> Path:
@@ -59,8 +63,10 @@ class AnsibleOperator:
                      "--metrics-bind-address", f"127.0.0.1:{free_port()}",
                      "--health-probe-bind-address", f"127.0.0.1:{free_port()}", "--zap-log-level", "debug"]
         self.popen: subprocess.Popen[bytes] | None = None
+        self._sockets_before: set[Path] = set()
 
     def start(self) -> AnsibleOperator:
+        self._sockets_before = set(Path("/tmp").glob(EVENT_SOCKETS))
         with (self.home / "ansible-operator.log").open("ab") as out:
             # A session of its own: stop() reaches the ansible-runner runs it starts.
             self.popen = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
@@ -82,6 +88,8 @@ class AnsibleOperator:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait(10)
+            for stale in set(Path("/tmp").glob(EVENT_SOCKETS)) - self._sockets_before:
+                _remove_if_unused(stale)
         kind_dir = RUNNER_DIR / "pools.multigres.com" / "v1alpha1" / "MultigresShard"
         shutil.rmtree(kind_dir / self.namespace, ignore_errors=True)
         with contextlib.suppress(OSError):  # and the folders above it, once empty (not /tmp itself)
@@ -89,3 +97,14 @@ class AnsibleOperator:
                 if folder == RUNNER_DIR.parent.parent:
                     break
                 folder.rmdir()
+
+
+def _remove_if_unused(path: Path) -> None:
+    """Remove a unix socket nobody listens on (refused): one our stopped operator left."""
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(path))
+        except ConnectionRefusedError:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
