@@ -196,9 +196,8 @@ def shard_condition(watched: Watched, ctype: str) -> dict[str, Any]:
     return facts.condition(shard_cr(watched.stack), ctype) or {}
 
 
-def shard_events(watched: Watched | MultigresStack, reason: str, shard: str = SHARD) -> list[dict[str, Any]]:
+def shard_events(stack: MultigresStack, reason: str, shard: str = SHARD) -> list[dict[str, Any]]:
     """The events of `reason` about the MultigresShard `shard`."""
-    stack = watched.stack if isinstance(watched, Watched) else watched
     kube = stack.kube()
     try:
         found = kube.list("v1", "Event", stack.namespace)

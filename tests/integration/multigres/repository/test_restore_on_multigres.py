@@ -174,7 +174,7 @@ def test_a_restore_drill_verifies_the_newest_backup_writes_nothing_and_leaves_no
     assert status["lastVerified"] == last["finishedAt"], status
     verified = shard_condition(watched, keys.ShardCondition.BACKUP_VERIFIED)
     assert verified["status"] == "True" and backup["backupId"] in verified["message"], verified
-    assert shard_events(watched, "RestoreDrillStarted") and shard_events(watched, "BackupVerified")
+    assert shard_events(watched.stack, "RestoreDrillStarted") and shard_events(watched.stack, "BackupVerified")
     # Read-only: every file of the repository is as it was; only the primary's archiver added WAL segments
     # meanwhile (archive_timeout), and no drill server promoted (no new timeline history file).
     after = _files(repository)
@@ -189,7 +189,7 @@ def test_a_restore_drill_verifies_the_newest_backup_writes_nothing_and_leaves_no
     verified = shard_condition(watched, keys.ShardCondition.BACKUP_VERIFIED)
     assert (verified["status"], verified["reason"]) == ("False", "QueryFailed"), verified
     assert _backup_status(watched)["lastVerified"] == last["finishedAt"]
-    assert shard_events(watched, "BackupVerificationFailed")
+    assert shard_events(watched.stack, "BackupVerificationFailed")
 
     # A damaged backup is what a drill is for: one byte range of the backup's largest file overwritten
     # (put back afterwards). The drill must fail at the restore and change nothing else.
@@ -247,9 +247,9 @@ def test_total_loss_brings_the_shard_back_from_the_backup_repository(watched: Wa
         return found if found.get("state") == "Restored" else None
 
     restore: dict[str, Any] = wait_for(restored_status, 60, "status.restore to say Restored", interval=1)
-    started = shard_events(watched, "RestoreStarted")
+    started = shard_events(watched.stack, "RestoreStarted")
     note("status.restore", {**restore, "RestoreStarted events": len(started),
-                            "RestoreCompleted events": len(shard_events(watched, "RestoreCompleted"))})
+                            "RestoreCompleted events": len(shard_events(watched.stack, "RestoreCompleted"))})
     assert restore["backupId"] == backup["backupId"] and restore.get("walPosition"), restore
     assert set(restore["pods"]) <= set(restored) and started, restore
     # The election after the restore: the WAL position each restored standby reached (its replay end).
@@ -308,7 +308,7 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
     refused_after = time.monotonic() - gone_at
     assert cond["reason"] == bootstrap.REASON_NO_BACKUP, cond
     assert recorded in cond["message"] and "spec.backup.bootstrap: initdb" in cond["message"], cond
-    warnings = shard_events(watched, keys.ShardCondition.BOOTSTRAP_REFUSED)
+    warnings = shard_events(watched.stack, keys.ShardCondition.BOOTSTRAP_REFUSED)
     assert warnings and warnings[-1]["type"] == "Warning", warnings
     cr = shard_cr(stack)
     assert cr["status"]["phase"] == "Degraded", cr["status"]
@@ -356,5 +356,5 @@ def test_total_loss_with_an_emptied_repository_is_refused_and_changes_nothing(wa
                              round(time.monotonic() - lost_at, 1), "acknowledged before the archived segment":
                              len(archived), "back": len(present), "segment": segment,
                              "acknowledged after the switch, before the loss": len(at_loss), "RPO rows": len(lost),
-                             "cleared events": len(shard_events(watched, "BootstrapAllowed"))})
+                             "cleared events": len(shard_events(watched.stack, "BootstrapAllowed"))})
     assert set(archived) <= present, "a row acknowledged before the archived segment is missing"
