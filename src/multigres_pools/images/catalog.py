@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,6 +109,11 @@ def base_pins(module: Path) -> list[str]:
     return [f"{name}{spec['version']}" for name, spec in sorted(lock["default"].items())]
 
 
+def _requirements(pinned: Iterable[str]) -> inputs.Input:
+    """The requirements.txt a recipe's pip installs: exactly `pinned`, one a line."""
+    return inputs.text("requirements.txt", "\n".join(pinned) + "\n")
+
+
 def _pools_deps(repo: Path) -> tuple[inputs.Input, ...]:
     return (inputs.dependency_wheels("wheels", repo / POOLS_LOCK),)
 
@@ -141,12 +146,12 @@ def _operator_wheels(repo: Path) -> tuple[str, ...]:
 def _operator_base(repo: Path) -> tuple[inputs.Input, ...]:
     module = ansible_operator.module_dir()
     return (inputs.file("ansible-operator", ansible_operator.binary(), 0o755),
-            inputs.text("requirements.txt", "\n".join(base_pins(module)) + "\n"),
+            _requirements(base_pins(module)),
             inputs.tree("ansible_runner_http", module / OPERATOR_BASE_SOURCES / "ansible_runner_http"))
 
 
 def _operator_deps(repo: Path) -> tuple[inputs.Input, ...]:
-    return (inputs.text("requirements.txt", "\n".join(_operator_wheels(repo)) + "\n"),)
+    return (_requirements(_operator_wheels(repo)),)
 
 
 def _operator(repo: Path) -> tuple[inputs.Input, ...]:
@@ -165,7 +170,7 @@ def _ee_deps_wheels(repo: Path) -> tuple[str, ...]:
 
 
 def _ee_deps(repo: Path) -> tuple[inputs.Input, ...]:
-    return (inputs.text("requirements.txt", "\n".join(_ee_deps_wheels(repo)) + "\n"),)
+    return (_requirements(_ee_deps_wheels(repo)),)
 
 
 def _ee_wheels(repo: Path) -> tuple[str, ...]:
