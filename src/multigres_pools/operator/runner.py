@@ -285,21 +285,7 @@ class WarmRun:
         return not self.handed and self.thread.is_alive() and time.monotonic() < self.expires
 
     def _send(self, shards: list[dict[str, str]]) -> bool:
-        line = (json.dumps({"shards": shards}) + "\n").encode()
-        try:
-            fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody reads (yet, or any more)
-        except OSError:
-            return False
-        try:
-            view = memoryview(line)
-            while view:
-                try:
-                    view = view[os.write(fd, view):]
-                except BlockingIOError:
-                    time.sleep(0.001)
-        finally:
-            os.close(fd)
-        return True
+        return send_line(self.fifo, (json.dumps({"shards": shards}) + "\n").encode())
 
     def hand(self, keys: Sequence[ShardKey], observed: Mapping[ShardKey, Path] | None = None,
              wait_reader: float = 30.0) -> dict[ShardKey, RunReport] | None:
@@ -337,6 +323,27 @@ class WarmRun:
                 self._abandon = True
                 self.thread.join()
         shutil.rmtree(self.pdd, ignore_errors=True)
+
+
+def send_line(fifo: Path, line: bytes) -> bool:
+    """Write `line` to the FIFO's reader; False if there is none: none yet (ENXIO), or the reader
+    went away while we wrote (EPIPE: its run was killed, say, by an abort)."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        view = memoryview(line)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                time.sleep(0.001)
+    except BrokenPipeError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def _event_host(path: Path) -> str:

@@ -1,11 +1,14 @@
 """The real ansible-runner and ansible-playbook against a test-double reconcile module."""
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from multigres_pools.operator.outcome import Result, classify
-from multigres_pools.operator.runner import PlaybookRunner
+from multigres_pools.operator.runner import PlaybookRunner, send_line
 
 PLAYBOOK = Path(__file__).parent / "playbook" / "reconcile.yml"
 
@@ -88,3 +91,32 @@ def test_a_task_failing_on_one_host_is_reported_for_that_host_only(tmp_path: Pat
     steady = reports[("ns1", "steady")]
     assert not steady.failures
     assert classify(steady.status, steady.module_result, steady.failures).result is Result.CONVERGED
+
+
+def test_send_line_reports_a_reader_that_is_missing_or_goes_away_mid_write(tmp_path: Path) -> None:
+    fifo = tmp_path / "job.fifo"
+    os.mkfifo(fifo)
+    assert send_line(fifo, b"{}\n") is False  # nobody reads yet
+
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    threading.Timer(0.2, os.close, (reader,)).start()  # the run dies while the write still blocks
+    assert send_line(fifo, b"x" * (4 << 20)) is False  # larger than any pipe buffer: EPIPE, not an error
+
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    got = bytearray()
+
+    def drain() -> None:
+        while len(got) < 1 << 20:
+            try:
+                got.extend(os.read(reader, 1 << 16))
+            except BlockingIOError:
+                time.sleep(0.001)
+
+    thread = threading.Thread(target=drain)
+    thread.start()
+    try:
+        assert send_line(fifo, b"y" * (1 << 20)) is True
+    finally:
+        thread.join(10)
+        os.close(reader)
+    assert bytes(got) == b"y" * (1 << 20)
