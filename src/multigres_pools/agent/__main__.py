@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,7 @@ from .. import cli_help, dataplane, lease, logs, metrics_access
 from ..dataplane.base import STUCK_START_S, DataPlane
 from ..dataplane.etcd import EtcdTLS
 from ..dataplane.grpc_tls import GrpcTLS
-from . import trust
+from . import settling, trust
 from .context import AgentConfig, Context
 from .core import Agent
 from .kube import DEFAULT_REQUEST_TIMEOUT_S, Kube
@@ -70,6 +71,9 @@ def parser() -> argparse.ArgumentParser:
                    help="host:port of /healthz, /readyz and /metrics (the bundle binds 0.0.0.0 for the kubelet)")
     metrics_access.add_arguments(p)
     p.add_argument("--poll-interval", type=float, default=5.0, help="seconds between periodic shard passes")
+    p.add_argument("--settle-interval", type=float, default=1.0,
+                   help="seconds between passes of a shard with a drain under way or a new pod waiting for its "
+                        "verdict (0: only the periodic pass)")
     p.add_argument("--stall-after", type=float, default=300.0, help="seconds before a blocked drain is DrainStalled")
     p.add_argument("--topology-stall-after", type=float, default=60.0,
                    help="seconds of failing topology etcd reads before a shard reports TopologyUnreachable")
@@ -122,9 +126,10 @@ class Runtime:
         return self.agent.is_leader()
 
     def periodic(self) -> None:
-        while not self.stop_flag.wait(self.args.poll_interval):
+        for full in settling.rounds(self.args.poll_interval, self.args.settle_interval, self.stop_flag.wait,
+                                    time.monotonic):
             try:
-                self.agent.tick()
+                self.agent.tick() if full else self.agent.settle()
             except Exception:
                 log.exception("periodic pass failed")
 
@@ -196,11 +201,11 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     dial (default: the hostname itself, which cluster DNS resolves)."""
     p = parser()
     args = p.parse_args(argv)
-    for flag in ("kube_timeout", "stuck_start_after"):
+    for flag in ("kube_timeout", "stuck_start_after", "poll_interval"):
         value = getattr(args, flag)
         if not 0 < value < float("inf"):
             p.error(f"--{flag.replace('_', '-')}: {value} is not a positive number of seconds")
-    for flag in ("stall_after", "topology_stall_after"):  # 0: at the first blocked step / failed read
+    for flag in ("stall_after", "topology_stall_after", "settle_interval"):  # 0: at the first blocked step, read; none
         value = getattr(args, flag)
         if not 0 <= value < float("inf"):
             p.error(f"--{flag.replace('_', '-')}: {value} is not a number of seconds, 0 or more")

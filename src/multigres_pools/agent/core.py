@@ -24,6 +24,7 @@ from . import (
     recovery_gate,
     restore_watch,
     roles,
+    settling,
     stuck_start,
     topology,
     topology_health,
@@ -46,6 +47,7 @@ class Agent:
         self._guard = threading.Lock()
         self._locks: dict[ShardRef, threading.Lock] = {}
         self._known: set[ShardRef] = set()
+        self._settling: set[ShardRef] = set()  # their last pass saw a pod in motion (settling.py)
         self._crs: dict[tuple[str, str], float] = {}  # (ns, name) -> last backup check
         self._registered: dict[tuple[str, ...], tuple[float, object]] = {}
         # Topologies a MultigresShard's deletion cleaned up -> that shard's uid (see _maybe_register).
@@ -168,6 +170,7 @@ class Agent:
             return []
         with self._guard:
             lock = self._locks.setdefault(ref, threading.Lock())
+        views: list[ShardView] = []
         with lock, self._leader_only():
             try:
                 views = self._reconcile(ref)
@@ -183,7 +186,23 @@ class Agent:
                 return []
             finally:
                 self.passes += 1
+                self._note_motion(ref, views)  # a failed pass waits for the periodic round
         return []  # refused: leadership in doubt
+
+    def settle(self) -> None:
+        """Between periodic rounds: a pass for each shard whose last pass saw a pod in motion."""
+        if not self.is_leader():
+            return
+        with self._guard:
+            refs = sorted(self._settling)
+        for ref in refs:
+            self.reconcile(ref)
+
+    def _note_motion(self, ref: ShardRef, views: list[ShardView]) -> None:
+        now = self.ctx.clock()
+        moving = any(settling.in_motion(pod, now) for view in views for pod in view.pods)
+        with self._guard:
+            (self._settling.add if moving else self._settling.discard)(ref)
 
     def _groups(self, namespace: str, selector: dict[str, str], shards: dict[str, Manifest | None],
                 ) -> dict[tuple[str, ...], list[Manifest]]:

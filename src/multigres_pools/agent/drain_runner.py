@@ -11,7 +11,7 @@ from typing import cast
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.keys import DrainState
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
-from ansible_collections.multigres.pools.plugins.module_utils.state import drain_annotations, facts
+from ansible_collections.multigres.pools.plugins.module_utils.state import drain_annotations
 
 from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, Pooler, RefusalReason
 from . import podinfo
@@ -26,11 +26,6 @@ _PRIMARY_EXIT = {
     True: "it leaves when the pod is deleted: its multipooler's graceful stop reports INELIGIBLE and "
           "multiorch elects a new primary at once",
 }
-
-
-def _parse_time(text: str | None) -> float | None:
-    stamp = facts.parse_time(text)
-    return stamp.timestamp() if stamp is not None else None
 
 
 def _force(ctx: Context, view: ShardView, pod: Manifest,
@@ -191,11 +186,6 @@ def _perform(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, effect:
     return pod
 
 
-def _since(pod: Manifest, now: float) -> float:
-    ann = podinfo.annotations(pod)
-    return _parse_time(ann.get(keys.ANN_DRAIN_STATE_SINCE)) or _parse_time(ann.get(keys.ANN_DRAIN_REQUESTED_AT)) or now
-
-
 def _shard(view: ShardView, pod: Manifest) -> tuple[str, str]:
     """(namespace, shard) labels of a pod's drain metrics: the MultigresShard's name, as alerts show it."""
     return view.namespace, (podinfo.name(view.shard) if view.shard else podinfo.owner_shard_name(pod)) or ""
@@ -228,7 +218,7 @@ def _write_state(ctx: Context, view: ShardView, pod: Manifest, old: DrainState, 
     # The resourceVersion precondition stops us from reviving a drain the engine just cancelled.
     updated = ctx.kube.patch_pod_meta(pod, annotations=ann, precondition=True)
     shard = _shard(view, pod)
-    ctx.metrics.drain_state_seconds.labels(*shard, old.value).observe(max(0.0, now - _since(pod, now)))
+    ctx.metrics.drain_state_seconds.labels(*shard, old.value).observe(max(0.0, now - podinfo.drain_since(pod, now)))
     name = podinfo.name(pod)
     ctx.log.info("drain state written", extra={"pod": name, "from": old.value, "to": d.state.value,
                                               "forced": d.forced})
@@ -247,7 +237,7 @@ def _write_state(ctx: Context, view: ShardView, pod: Manifest, old: DrainState, 
         updated = ctx.kube.set_pod_condition(updated, keys.POD_CONDITION_DRAIN_STALLED, "False", "Progressing",
                                              f"now {d.state}")
     if d.state is DrainState.READY_FOR_DELETION:
-        requested = _parse_time(podinfo.annotations(pod).get(keys.ANN_DRAIN_REQUESTED_AT))
+        requested = podinfo.epoch(podinfo.annotations(pod).get(keys.ANN_DRAIN_REQUESTED_AT))
         if requested is not None:
             ctx.metrics.drain_total_seconds.labels(*shard).observe(max(0.0, now - requested))
         ctx.metrics.drains_completed.labels(*shard).inc()
@@ -275,7 +265,7 @@ def _block(ctx: Context, view: ShardView, pod: Manifest, state: DrainState, reas
                                                     "detail": message})
             for target in view.event_targets(pod):
                 ctx.kube.event(target, "DrainBlocked", text, warning=True)
-    stalled_for = now - _since(pod, now)
+    stalled_for = now - podinfo.drain_since(pod, now)
     if stalled_for >= ctx.config.stall_after_s and (view.namespace, name) not in ctx.stalled:
         _set_stalled(ctx, view, pod, True)
         msg = (f"{text}; stalled for {int(stalled_for)}s. Fix the cause, or force this one step with "

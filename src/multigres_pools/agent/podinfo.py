@@ -48,6 +48,18 @@ def drain_state(pod: Manifest) -> keys.DrainState | None:
     return drain_reading(pod).state
 
 
+def epoch(text: str | None) -> float | None:
+    """An RFC 3339 timestamp (an annotation's, a status field's) as seconds since the epoch."""
+    stamp = facts.parse_time(text)
+    return stamp.timestamp() if stamp is not None else None
+
+
+def drain_since(pod: Manifest, now: float) -> float:
+    """Since when the pod's drain is in its current state (its request time, else `now`)."""
+    ann = annotations(pod)
+    return epoch(ann.get(keys.ANN_DRAIN_STATE_SINCE)) or epoch(ann.get(keys.ANN_DRAIN_REQUESTED_AT)) or now
+
+
 def containers_ready(pod: Manifest) -> bool:
     """ContainersReady (absent counts as ready, as the Go operator reads it; contract §3.4)."""
     cond = facts.condition(pod, "ContainersReady")
