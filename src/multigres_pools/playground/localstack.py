@@ -317,10 +317,12 @@ class PodEvent:
     images: tuple[str, ...]
     backup: str | None = None  # the agent's backup mark (keys.ANN_BACKUP_RUNNING)
     reason: str | None = None  # why the drain was asked for (keys.ANN_DRAIN_REASON)
+    conditions: frozenset[str] = frozenset()  # the pod's conditions that are True
+    ready_containers: frozenset[str] = frozenset()  # its containers (sidecars too) that are ready
 
 
 def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
-    meta = pod.get("metadata") or {}
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     return PodEvent(at=at, type=event_type, name=meta.get("name", ""), uid=meta.get("uid", ""),
                     index=pod_index(pod), drain=(meta.get("annotations") or {}).get(keys.ANN_DRAIN_STATE),
                     role=(meta.get("labels") or {}).get(keys.LABEL_ROLE), ready=is_ready(pod),
@@ -328,7 +330,12 @@ def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
                     images=tuple(c.get("image", "") for key in ("initContainers", "containers")
                                  for c in (pod.get("spec") or {}).get(key) or []),
                     backup=(meta.get("annotations") or {}).get(keys.ANN_BACKUP_RUNNING),
-                    reason=(meta.get("annotations") or {}).get(keys.ANN_DRAIN_REASON))
+                    reason=(meta.get("annotations") or {}).get(keys.ANN_DRAIN_REASON),
+                    conditions=frozenset(c.get("type", "") for c in status.get("conditions") or []
+                                         if c.get("status") == "True"),
+                    ready_containers=frozenset(c.get("name", "") for key in ("initContainerStatuses",
+                                                                             "containerStatuses")
+                                               for c in status.get(key) or [] if c.get("ready")))
 
 
 class PodTimeline(threading.Thread):

@@ -444,10 +444,14 @@ def assert_primary_handed_over(stack: MultigresStack, primary_pod: str) -> None:
     assert any(e.get("type") == "Normal" for e in handed), [e.get("message") for e in handed]
 
 
+CONTAINERS = ("postgres", "multipooler")  # a v0.1.0 pool pod's (render/pool_v0_1.py)
+
+
 def replacement_phases(watched: Watched, before: dict[str, str]) -> dict[str, dict[str, float | None]]:
     """Per pod of `before` (uid -> name) that was replaced: seconds from its drain request to
-    ready-for-deletion, to terminating, to gone, to its successor (same name) created, Ready and
-    labelled REPLICA, and listed in the primary's synchronous_standby_names (None: not seen)."""
+    ready-for-deletion, to terminating, to gone, to its successor (same name) created, each of its
+    containers ready, the agent's verdict (readiness gate True), Ready and labelled REPLICA, and
+    listed in the primary's synchronous_standby_names (None: not seen)."""
     events = list(watched.timeline.events)
     apps = {name: app_names(watched.stack).get(uid) for uid, name in uids(watched.stack).items()}
     out: dict[str, dict[str, float | None]] = {}
@@ -463,6 +467,8 @@ def replacement_phases(watched: Watched, before: dict[str, str]) -> dict[str, di
             "terminating": next((e.at for e in own if e.deleting), None),
             "gone": next((e.at for e in own if e.type == "DELETED"), None),
             "recreated": born,
+            **{f"{c} ready": next((e.at for e in successor if c in e.ready_containers), None) for c in CONTAINERS},
+            "verdict": next((e.at for e in successor if keys.POD_READINESS_GATE in e.conditions), None),
             "REPLICA+Ready": next((e.at for e in successor if e.ready and e.role == keys.Role.REPLICA), None),
             "in sync set": next((x.at for x in list(watched.sync.samples) if x.at > born and apps.get(name)
                                  and listed(x.synchronous_standby_names, apps[name] or "")), None),
