@@ -20,10 +20,10 @@ import argparse
 import datetime as dt
 import http.client
 import os
+import select
 import shutil
 import signal
 import sys
-import threading
 import time
 
 from ansible_collections.multigres.pools.plugins.module_utils.kube.client import KubeClient, KubeError
@@ -114,38 +114,54 @@ class _CtrlC:
     call gives up after --rpc-timeout), a later one ends the command at once (130).
 
     Never a KeyboardInterrupt: raised at an arbitrary point it can land in a library's finalizer,
-    which swallows it ("Exception ignored in ...") and the watch runs on forever. Two signals within
-    SAME_PRESS_S are one Ctrl-C: `timeout -s INT` and some supervisors send it to the process and
-    again to its process group."""
+    which swallows it ("Exception ignored in ...") and the watch runs on forever. Nor a
+    threading.Event: its set() takes a lock that the interrupted wait() may hold at that instant, in
+    the same thread (a deadlock: the command hung until killed). The handler writes a byte to a pipe
+    the watch sleeps on. Two signals within SAME_PRESS_S are one Ctrl-C: `timeout -s INT` and some
+    supervisors send it to the process and again to its process group."""
 
     SAME_PRESS_S = 0.5
 
     def __init__(self) -> None:
-        self.pressed = threading.Event()
-        self._first = 0.0
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        self._first: float | None = None
 
     def __call__(self, signum: int, frame: object) -> None:
-        if not self.pressed.is_set():
+        if self._first is None:
             self._first = time.monotonic()
-            self.pressed.set()
+            os.write(self._write, b"\0")
         elif time.monotonic() - self._first > self.SAME_PRESS_S:
             os.write(2, f"\n{PROG}: interrupted\n".encode())
             os._exit(EXIT_INTERRUPTED)  # the user insists: do not wait for the calls in flight
+
+    def is_set(self) -> bool:
+        return self._first is not None
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep until Ctrl-C or `seconds` pass; whether Ctrl-C came."""
+        select.select([self._read], [], [], seconds)
+        return self.is_set()
+
+    def close(self) -> None:
+        os.close(self._read)
+        os.close(self._write)
 
 
 def _watch(kube: KubeClient, args: argparse.Namespace, paint: colour.Paint) -> int:
     ctrl_c = _CtrlC()
     signal.signal(signal.SIGINT, ctrl_c)
     try:
-        _redraw(kube, args, paint, ctrl_c.pressed)
+        _redraw(kube, args, paint, ctrl_c)
     finally:
         # Done: a late copy of the same Ctrl-C must not kill the exit (Python restores the default
         # action while it shuts down).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ctrl_c.close()
     return 0  # Ctrl-C is how --watch ends
 
 
-def _redraw(kube: KubeClient, args: argparse.Namespace, paint: colour.Paint, stop: threading.Event) -> None:
+def _redraw(kube: KubeClient, args: argparse.Namespace, paint: colour.Paint, stop: _CtrlC) -> None:
     redraw = args.output == "text" and sys.stdout.isatty()
     first = True
     while not stop.is_set():

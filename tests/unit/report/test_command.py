@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from multigres_pools.report.colour import wanted
-from multigres_pools.report.command import watch_argv
+from multigres_pools.report.command import _CtrlC, watch_argv
 
 CLI = [sys.executable, "-m", "multigres_pools.cli"]
 
@@ -149,3 +150,21 @@ def test_ctrl_c_waits_for_the_round_and_a_second_one_ends_it_at_once(silent) -> 
     finally:
         proc.kill()
     assert proc.stderr is not None and proc.stderr.read().decode() == "\nmultigres-pools status: interrupted\n"
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_wakes_the_watch_from_its_sleep_without_taking_a_lock() -> None:
+    """The handler runs in the main thread at whatever instant the signal lands, possibly inside the
+    watch's own wait: it may only write to the pipe the wait sleeps on (a threading.Event's set()
+    there could deadlock on the lock that wait holds, which once hung the command until killed)."""
+    ctrl_c = _CtrlC()
+    before = signal.signal(signal.SIGINT, ctrl_c)
+    try:
+        assert not ctrl_c.wait(0.01) and not ctrl_c.is_set()
+        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+        assert ctrl_c.wait(3600)  # not woken: the test's timeout fails it
+        ctrl_c(signal.SIGINT, None)  # the same press again (within SAME_PRESS_S): nothing more happens
+        assert ctrl_c.wait(0) and ctrl_c.is_set()
+    finally:
+        signal.signal(signal.SIGINT, before)
+        ctrl_c.close()
