@@ -18,7 +18,6 @@ import shlex
 import shutil
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.render import layo
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from .. import cli_help
+from ..signal_flag import SignalFlag
 from .realnode.preflight import NODES
 
 DEFAULT_WORKDIR = Path("/tmp/multigres-pools-localstack")
@@ -118,7 +118,7 @@ def up(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"multigres-pools localstack: --workdir {args.workdir}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    stop = threading.Event()
+    stop = SignalFlag()  # set by the handlers below (a threading.Event could deadlock there)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     stack = MultigresStack(args.workdir / "stack", namespace=args.namespace, progress=lambda s: print(s, flush=True),

@@ -20,7 +20,6 @@ import argparse
 import datetime as dt
 import http.client
 import os
-import select
 import shutil
 import signal
 import sys
@@ -33,6 +32,7 @@ from .. import cli_help, shard_command
 from ..cli_guard import EXIT_INTERRUPTED
 from ..podaddress import pod_address, pod_address_unless_resolvable
 from ..shard_command import EXIT_CONFIG, Failure
+from ..signal_flag import SignalFlag
 from . import as_json, colour, screen
 from .gather import gather
 from .model import Report
@@ -109,43 +109,29 @@ def _show(report: Report, args: argparse.Namespace, paint: colour.Paint) -> str:
     return as_json.render(report) if args.output == "json" else screen.render(report, width=_width(), paint=paint)
 
 
-class _CtrlC:
+class _CtrlC(SignalFlag):
     """SIGINT while --watch runs: the first ends the watch once the round in hand is answered (each
     call gives up after --rpc-timeout), a later one ends the command at once (130).
 
     Never a KeyboardInterrupt: raised at an arbitrary point it can land in a library's finalizer,
     which swallows it ("Exception ignored in ...") and the watch runs on forever. Nor a
-    threading.Event: its set() takes a lock that the interrupted wait() may hold at that instant, in
-    the same thread (a deadlock: the command hung until killed). The handler writes a byte to a pipe
-    the watch sleeps on. Two signals within SAME_PRESS_S are one Ctrl-C: `timeout -s INT` and some
-    supervisors send it to the process and again to its process group."""
+    threading.Event (signal_flag.py: that once hung the command until killed). Two signals within
+    SAME_PRESS_S are one Ctrl-C: `timeout -s INT` and some supervisors send it to the process and
+    again to its process group."""
 
     SAME_PRESS_S = 0.5
 
     def __init__(self) -> None:
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._write, False)
-        self._first: float | None = None
+        super().__init__()
+        self._first = 0.0
 
     def __call__(self, signum: int, frame: object) -> None:
-        if self._first is None:
+        if not self.is_set():
             self._first = time.monotonic()
-            os.write(self._write, b"\0")
+            self.set()
         elif time.monotonic() - self._first > self.SAME_PRESS_S:
             os.write(2, f"\n{PROG}: interrupted\n".encode())
             os._exit(EXIT_INTERRUPTED)  # the user insists: do not wait for the calls in flight
-
-    def is_set(self) -> bool:
-        return self._first is not None
-
-    def wait(self, seconds: float) -> bool:
-        """Sleep until Ctrl-C or `seconds` pass; whether Ctrl-C came."""
-        select.select([self._read], [], [], seconds)
-        return self.is_set()
-
-    def close(self) -> None:
-        os.close(self._read)
-        os.close(self._write)
 
 
 def _watch(kube: KubeClient, args: argparse.Namespace, paint: colour.Paint) -> int:
