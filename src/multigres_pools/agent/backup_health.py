@@ -13,6 +13,7 @@ from typing import Any
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.spec.reader import ShardReader
 from ansible_collections.multigres.pools.plugins.module_utils.state import bootstrap, clone, facts
 
 from ..dataplane.base import Backup, DataPlaneError, RefusalReason
@@ -58,8 +59,8 @@ def evaluate(backups: list[Backup], now: datetime, stale_after_s: float) -> dict
 def awaits_first_primary(shard: Manifest) -> bool:
     """A clone before the agent elected its first primary (agent/clone_election.py): no pooler is
     PRIMARY by design meanwhile, so a check could only fail, with a Warning every pass."""
-    cloned_from = ((shard.get("spec") or {}).get("backup") or {}).get("cloneFrom")
-    return bool(cloned_from) and clone.election(shard).get("state") != keys.ElectionState.ELECTED
+    cloned = bool(ShardReader.of(shard).backup.get("cloneFrom"))
+    return cloned and clone.election(shard).get("state") != keys.ElectionState.ELECTED
 
 
 def check(ctx: Context, shard: Manifest) -> dict[str, Any] | None:

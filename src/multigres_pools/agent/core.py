@@ -303,7 +303,7 @@ class Agent:
                     touched = True
                 elif reading.unknown is not None:
                     report_unknown_state(ctx, view, pod, reading.unknown)  # left alone, others go on
-                elif podinfo.drain_state(pod) not in (None, keys.DrainState.READY_FOR_DELETION):
+                elif podinfo.drain_under_way(pod):
                     run_drain(ctx, view, pod)
                     touched = True
                 elif podinfo.drain_state(pod) is keys.DrainState.READY_FOR_DELETION and not podinfo.deleting(pod):

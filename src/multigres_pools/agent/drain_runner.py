@@ -69,7 +69,7 @@ def primary_guard(view: ShardView, pod: Manifest) -> Guard:
         return Guard.POD_MISSING
     if podinfo.deleting(ppod):
         return Guard.POD_TERMINATING
-    if podinfo.drain_state(ppod) not in (None, DrainState.READY_FOR_DELETION):
+    if podinfo.drain_under_way(ppod):
         return Guard.POD_DRAINING
     if not podinfo.containers_ready(ppod):
         return Guard.POD_NOT_READY

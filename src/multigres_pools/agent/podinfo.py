@@ -48,6 +48,11 @@ def drain_state(pod: Manifest) -> keys.DrainState | None:
     return drain_reading(pod).state
 
 
+def drain_under_way(pod: Manifest) -> bool:
+    """A drain the agent still walks (requested, draining, acknowledged): not none, not finished."""
+    return drain_state(pod) not in (None, keys.DrainState.READY_FOR_DELETION)
+
+
 def epoch(text: str | None) -> float | None:
     """An RFC 3339 timestamp (an annotation's, a status field's) as seconds since the epoch."""
     stamp = facts.parse_time(text)

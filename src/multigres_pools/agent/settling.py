@@ -17,8 +17,6 @@ from . import podinfo
 from .recovery_gate import gated
 
 SETTLE_WINDOW_S = 120.0
-# The drain states the agent moves on from by itself, once the data plane has done its part.
-_DRAINS_UNDER_WAY = frozenset({keys.DrainState.REQUESTED, keys.DrainState.DRAINING, keys.DrainState.ACKNOWLEDGED})
 
 
 def in_motion(pod: Manifest, now: float) -> bool:
@@ -27,7 +25,7 @@ def in_motion(pod: Manifest, now: float) -> bool:
     A pod still starting is not: the kubelet's status update when it runs is an event."""
     if podinfo.deleting(pod):
         return False  # the finalizer's pass and the primary's handover do their own waiting
-    if podinfo.drain_state(pod) in _DRAINS_UNDER_WAY:
+    if podinfo.drain_under_way(pod):
         return now - podinfo.drain_since(pod, now) < SETTLE_WINDOW_S
     created = podinfo.epoch(facts.meta(pod).get("creationTimestamp"))
     if created is None or now - created >= SETTLE_WINDOW_S or not podinfo.containers_ready(pod):
