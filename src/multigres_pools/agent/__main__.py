@@ -30,6 +30,7 @@ from .. import cli_help, dataplane, lease, logs, metrics_access
 from ..dataplane.base import STUCK_START_S, DataPlane
 from ..dataplane.etcd import EtcdTLS
 from ..dataplane.grpc_tls import GrpcTLS
+from ..podaddress import PodAddresses
 from . import settling, trust
 from .context import AgentConfig, Context
 from .core import Agent
@@ -198,7 +199,7 @@ class Runtime:
 def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None = None,
           **overrides: Any) -> Runtime:
     """The agent from its arguments; `dial_host` maps a pooler's registered hostname to the address to
-    dial (default: the hostname itself, which cluster DNS resolves)."""
+    dial (default: the IP of the pod the agent last listed under that name, else the name itself)."""
     p = parser()
     args = p.parse_args(argv)
     for flag in ("kube_timeout", "stuck_start_after", "poll_interval"):
@@ -240,9 +241,11 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
         hurry_handover=not args.no_hurry_handover, stuck_start_after_s=args.stuck_start_after,
     )
     version = default_version(args)
+    addresses = PodAddresses()
+    dial = dial_host or addresses.dial_host
 
     def plane_factory(declared: keys.MultigresVersion) -> DataPlane:
-        return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout, dial_host=dial_host,
+        return dataplane.for_version(declared, etcd_tls=tls, rpc_timeout=args.rpc_timeout, dial_host=dial,
                                      grpc_tls=grpc_tls)
 
     # A given adapter (tests, the local stack's era-A doubles) serves every shard, whatever it declares.
@@ -250,7 +253,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
     dp = pinned or plane_factory(version)
     kube = Kube(KubeClient(creds, timeout=args.kube_timeout, user_agent="multigres-pools-agent"))
     ctx = Context(kube=kube, dataplane=dp, config=config, metrics=Metrics(),
-                  plane_factory=None if pinned else plane_factory, **overrides)
+                  plane_factory=None if pinned else plane_factory, pod_addresses=addresses, **overrides)
     return Runtime(args, Agent(ctx), creds, timing)
 
 

@@ -24,6 +24,7 @@ from ..dataplane.base import (
     SyncReplication,
     match_pod,
 )
+from ..podaddress import PodAddresses
 from . import podinfo, trust
 from .kube import Kube
 from .metrics import Metrics
@@ -101,6 +102,8 @@ class Context:
     _planes: dict[keys.MultigresVersion, DataPlane] = field(default_factory=dict)
     # True while this agent holds its Lease (always, standalone); asked before every side effect.
     may_act: Callable[[], bool] = lambda: True
+    # The IPs of the pool pods each pass listed: what the adapters dial (podaddress.py says why).
+    pod_addresses: PodAddresses = field(default_factory=PodAddresses)
 
     def __post_init__(self) -> None:
         self.kube.fence = self.fence

@@ -280,6 +280,7 @@ class Agent:
             ctx.metrics.reconcile_errors.labels(view.topology_reason).inc()
             ctx.log.warning("version mismatch", extra={"namespace": namespace, "detail": view.topology_error})
         view.pods = self._groups(namespace, selector, shards).get(key, [])  # read after the poolers
+        ctx.pod_addresses.note((namespace, topo.key), view.pods)
         if view.pods and view.topology_reason == RefusalReason.VERSION_MISMATCH and topo.key not in self._mismatched:
             self._mismatched.add(topo.key)
             ctx.kube.event(shard or view.pods[0], "VersionMismatch", f"{view.topology_error}; the agent takes no "

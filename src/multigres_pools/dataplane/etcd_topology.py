@@ -70,6 +70,8 @@ class EtcdTopologyPlane(DataPlane):
         self._dial_host = dial_host or (lambda hostname: hostname)
         self._rpc_timeout = rpc_timeout
         self._channels: dict[str, grpc.Channel] = {}
+        # (hostname, port) -> the target last dialed for it: a replaced pod's new IP retires the old channel.
+        self._dialed: dict[tuple[str, int | None], str] = {}
         self._lock = threading.Lock()
 
     # --- per version ---------------------------------------------------------------------------------
@@ -179,11 +181,19 @@ class EtcdTopologyPlane(DataPlane):
         return self._channel_to(f"pooler {pooler.id}", pooler.hostname, pooler.grpc_port, unreachable)
 
     def _channel_to(self, who: str, hostname: str, grpc_port: int | None, unreachable: RefusalReason) -> grpc.Channel:
-        """One cached channel per address, to the host the record names (mapped by dial_host)."""
+        """One cached channel per address, to the host the record names (mapped by dial_host). When the
+        mapping moves (a replaced pod's new IP), the channel to the old address is closed: nothing else
+        dials it, and a channel per incarnation would pile up."""
         target = self._target(hostname, grpc_port)
         if not target:
             raise DataPlaneError(unreachable, f"{who} publishes no grpc address")
         with self._lock:
+            before = self._dialed.get((hostname, grpc_port))
+            self._dialed[(hostname, grpc_port)] = target
+            if before is not None and before != target and before not in self._dialed.values():
+                old = self._channels.pop(before, None)
+                if old is not None:
+                    old.close()  # an RPC still on it ends CANCELLED: an answer from a pod that is gone
             channel = self._channels.get(target)
             if channel is None:
                 channel = self._channels[target] = open_channel(target, hostname, self._grpc_tls)
@@ -194,3 +204,4 @@ class EtcdTopologyPlane(DataPlane):
             for channel in self._channels.values():
                 channel.close()
             self._channels.clear()
+            self._dialed.clear()

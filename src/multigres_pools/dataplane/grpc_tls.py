@@ -30,9 +30,14 @@ class GrpcTLS:
         return grpc.ssl_channel_credentials(read(self.ca_file), read(self.key_file), read(self.cert_file))
 
 
+# A channel dialed before its pod's server listens (a successor, from the pass that first lists it)
+# backs off between connection attempts, by default up to 120 s; a few poolers are cheap to retry.
+RECONNECT_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 250), ("grpc.max_reconnect_backoff_ms", 1000)]
+
+
 def open_channel(target: str, hostname: str, tls: GrpcTLS | None) -> grpc.Channel:
     """A channel to `target` (host:port); with TLS the server must prove it is `hostname`."""
     if tls is None:
-        return grpc.insecure_channel(target)
-    options = [] if target.rsplit(":", 1)[0] == hostname else [("grpc.ssl_target_name_override", hostname)]
-    return grpc.secure_channel(target, tls.credentials(), options=options)
+        return grpc.insecure_channel(target, options=RECONNECT_OPTIONS)
+    name = [] if target.rsplit(":", 1)[0] == hostname else [("grpc.ssl_target_name_override", hostname)]
+    return grpc.secure_channel(target, tls.credentials(), options=[*RECONNECT_OPTIONS, *name])

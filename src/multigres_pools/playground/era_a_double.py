@@ -209,19 +209,21 @@ class MultipoolerPeer:
         self.port = 0
 
     # --- lifecycle -----------------------------------------------------------------------------------
-    def start(self, tls: tuple[Path, Path, Path | None] | None = None) -> MultipoolerPeer:
-        """Serve on a free loopback port; `tls` = (certificate, key, client CA or None) serves TLS the
-        way multipooler's --grpc-cert/--grpc-key/--grpc-ca do (a client CA: client certificates required)."""
+    def start(self, tls: tuple[Path, Path, Path | None] | None = None, address: str = "127.0.0.1",
+              port: int = 0) -> MultipoolerPeer:
+        """Serve on a loopback `address` and `port` (0: a free one); `tls` = (certificate, key, client CA
+        or None) serves TLS the way multipooler's --grpc-cert/--grpc-key/--grpc-ca do (a client CA:
+        client certificates required). Another 127.x address and the same port: a pod's successor."""
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         mps.add_MultiPoolerManagerServicer_to_server(_Servicer(self), server)
         if tls is None:
-            self.port = server.add_insecure_port("127.0.0.1:0")
+            self.port = server.add_insecure_port(f"{address}:{port}")
         else:
             cert, key, client_ca = tls
             credentials = grpc.ssl_server_credentials(
                 [(key.read_bytes(), cert.read_bytes())], client_ca.read_bytes() if client_ca else None,
                 require_client_auth=client_ca is not None)
-            self.port = server.add_secure_port("127.0.0.1:0", credentials)
+            self.port = server.add_secure_port(f"{address}:{port}", credentials)
         server.start()
         self._server = server
         return self
