@@ -53,6 +53,24 @@ def test_one_status_round_names_the_leader_positions_and_the_address_that_failed
     assert got["p-c"].address == f"127.0.0.1:{dead}" and got["p-c"].error.startswith("UNAVAILABLE")
 
 
+def test_an_address_that_answers_as_another_pooler_is_no_answer_from_this_one(servers) -> None:
+    """A pod IP reused by another pod, or a stale name, must not lend its Status to the pooler asked:
+    p-b's server at the address p-a's record points to is p-a not answering, and p-a is no leader."""
+    plane = V0_1(rpc_timeout=3, dial_host=lambda host: "127.0.0.1")
+    try:
+        impostor = _pooler("p-a", servers[1][1])
+        with pytest.raises(DataPlaneError, match=f"127.0.0.1:{servers[1][1]} answered as pooler zone1/p-b, "
+                                                 "not zone1/p-a") as refused:
+            plane.status(impostor)
+        assert refused.value.reason is RefusalReason.POOLER_UNREACHABLE
+        survey = plane.survey([impostor, _pooler("p-b", servers[1][1])])
+    finally:
+        plane.close()
+    assert survey.leadership.confirmed is None
+    assert survey.leadership.in_recovery == {PoolerId("zone1", "p-b")}
+    assert "answered as pooler zone1/p-b" in {s.id.name: s for s in survey.poolers}["p-a"].error
+
+
 def test_a_status_without_a_position_field_falls_back_to_the_wal_position() -> None:
     ident = PoolerId("zone1", "p-a")
     standby = mpd.StatusResponse(status=mpd.Status(postgres_status=mpd.POSTGRES_STATUS_STANDBY,
