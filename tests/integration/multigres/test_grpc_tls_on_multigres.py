@@ -90,10 +90,14 @@ def test_multiorch_elects_a_primary_over_mutual_tls_and_the_gateway_takes_a_writ
     primary = stack.primary()
     assert primary is not None
 
+    poolers = _poolers(stack)
     plane = _plane(stack, GrpcTLS(str(tls_files.ca_cert), str(tls_files.cert), str(tls_files.key)))
     try:
-        leader = plane.leader(_poolers(stack))
-        assert leader is not None and leader.hostname.split(".")[0] == primary.pod
+        # Serving (SQL) can come a moment before every pooler's Status agrees on the rule: asked until
+        # it does; a timeout shows what each pooler answered over TLS.
+        wait_for(lambda: (leader := plane.leader(poolers)) is not None and leader.hostname.split(".")[0] == primary.pod,
+                 60, f"the primary {primary.pod} confirmed over mutual TLS", interval=1,
+                 last_seen=lambda: str(plane.survey(poolers)))
     finally:
         plane.close()
 
