@@ -273,13 +273,13 @@ def check_status_schema(response: mpd.StatusResponse) -> None:
                               f"{keys.MultigresVersion.V0_1_0}")
 
 
-def check_identity(pooler: Pooler, response: mpd.StatusResponse, target: str) -> None:
+def check_identity(pooler: Pooler, response: mpd.StatusResponse) -> None:
     """The pooler that answered is the one we asked: an address that now belongs to another pod (a
     reused pod IP, a stale DNS answer) must not lend its Status to this pooler."""
     answered = response.consensus_status.id
     if answered.name and (answered.cell, answered.name) != (pooler.id.cell, pooler.id.name):
-        raise DataPlaneError(RefusalReason.POOLER_UNREACHABLE, f"{target} answered as pooler "
-                             f"{answered.cell}/{answered.name}, not {pooler.id}")
+        raise DataPlaneError(RefusalReason.POOLER_UNREACHABLE, f"the address of {pooler.hostname}:"
+                             f"{pooler.grpc_port} answered as pooler {answered.cell}/{answered.name}, not {pooler.id}")
 
 
 class V0_1(EtcdTopologyPlane):
@@ -319,7 +319,7 @@ class V0_1(EtcdTopologyPlane):
         """The manager's Status (works before the manager is ready)."""
         response = self._call(pooler, MANAGER + "Status", mpd.StatusRequest(), mpd.StatusResponse, primary)
         check_status_schema(response)
-        check_identity(pooler, response, self.dial_target(pooler))
+        check_identity(pooler, response)
         return response
 
     def consensus(self, pooler: Pooler) -> cd.StatusResponse:

@@ -488,8 +488,8 @@ def _crash_before(effect: str) -> Callable[[str], None]:
 
 
 def _agent_main(argv: list[str]) -> int:
-    """The agent as it runs in its Deployment, dialling poolers at the address cluster DNS would give
-    for their registered pod FQDNs (here: the pod's IP, read from the API server). A leading
+    """The agent as it runs in its Deployment: it dials poolers at the IPs of the pods its passes list
+    (podaddress.PodAddresses), so no cluster DNS is needed here either. A leading
     `--crash-before EFFECT` makes it SIGKILL itself before that side effect (see restart_agent)."""
     from multigres_pools import logs
     from multigres_pools.agent import __main__ as agent_main
@@ -497,15 +497,8 @@ def _agent_main(argv: list[str]) -> int:
     hooks: dict[str, Any] = {}
     if argv[:1] == ["--crash-before"]:
         hooks["before_effect"], argv = _crash_before(argv[1]), argv[2:]
-    args = agent_main.parser().parse_args(argv)
-    logs.setup(args.log_level)
-    kube, lock = connect(args.kubeconfig), threading.Lock()
-
-    def dial_host(hostname: str) -> str:
-        with lock:  # one connection, and the adapter asks several poolers at once
-            return pod_address(kube, hostname)
-
-    agent_main.build(argv, dial_host=dial_host, **hooks).run()
+    logs.setup(agent_main.parser().parse_args(argv).log_level)
+    agent_main.build(argv, **hooks).run()
     return 0
 
 

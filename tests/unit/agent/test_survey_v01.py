@@ -59,8 +59,8 @@ def test_an_address_that_answers_as_another_pooler_is_no_answer_from_this_one(se
     plane = V0_1(rpc_timeout=3, dial_host=lambda host: "127.0.0.1")
     try:
         impostor = _pooler("p-a", servers[1][1])
-        with pytest.raises(DataPlaneError, match=f"127.0.0.1:{servers[1][1]} answered as pooler zone1/p-b, "
-                                                 "not zone1/p-a") as refused:
+        with pytest.raises(DataPlaneError, match=f"the address of p-a.hl.ns.svc:{servers[1][1]} answered as "
+                                                 "pooler zone1/p-b, not zone1/p-a") as refused:
             plane.status(impostor)
         assert refused.value.reason is RefusalReason.POOLER_UNREACHABLE
         survey = plane.survey([impostor, _pooler("p-b", servers[1][1])])
