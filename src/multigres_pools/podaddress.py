@@ -46,7 +46,8 @@ def pod_address(kube: KubeClient, hostname: str) -> str:
 
 
 class PodAddresses:
-    """The IPs of the pods the agent listed last, per group (a shard's topology key), for `dial_host`.
+    """The IPs of the pods the agent listed last, per group (a shard: its namespace and topology), for
+    `dial_host`.
 
     Each observation replaces its group's pods, so a successor's new IP is dialed from the pass that
     first lists it, and a pod no group lists any more is forgotten."""

@@ -276,10 +276,10 @@ def check_status_schema(response: mpd.StatusResponse) -> None:
 def check_identity(pooler: Pooler, response: mpd.StatusResponse) -> None:
     """The pooler that answered is the one we asked: an address that now belongs to another pod (a
     reused pod IP, a stale DNS answer) must not lend its Status to this pooler."""
-    answered = response.consensus_status.id
-    if answered.name and (answered.cell, answered.name) != (pooler.id.cell, pooler.id.name):
+    answered = _pid(response.consensus_status.id)
+    if answered.name and answered != pooler.id:
         raise DataPlaneError(RefusalReason.POOLER_UNREACHABLE, f"the address of {pooler.hostname}:"
-                             f"{pooler.grpc_port} answered as pooler {answered.cell}/{answered.name}, not {pooler.id}")
+                             f"{pooler.grpc_port} answered as pooler {answered}, not {pooler.id}")
 
 
 class V0_1(EtcdTopologyPlane):
