@@ -50,6 +50,12 @@ LABEL_ZONE = "multigres.com/zone"
 LABEL_REGION = "multigres.com/region"
 # Ours: the replica index of a pool pod or data PVC, so the planner never parses names.
 LABEL_INDEX = "pools.multigres.com/index"
+# Ours: a pool pod's name is in its headless Service's DNS while it carries this label. The agent
+# takes it off when a drain is finished, so the name stops resolving before the pod's multipooler
+# stops: a peer that re-resolves then (multiorch, the multigateway) finds no address and asks again
+# within seconds, instead of caching the dying pod's address for gRPC's 30 s (docs/agent.md).
+LABEL_DNS = "pools.multigres.com/dns"
+DNS_PUBLISHED = "published"
 
 APP_NAME = "multigres"
 PART_OF = "multigres"

@@ -29,6 +29,11 @@ def pool_selector(sid: ShardId, pool: str, cell: str) -> dict[str, str]:
     }
 
 
+def dns_selector(sid: ShardId, pool: str, cell: str) -> dict[str, str]:
+    """The headless Service's selector: the pool's pods that are still published in DNS (keys.LABEL_DNS)."""
+    return {**pool_selector(sid, pool, cell), keys.LABEL_DNS: keys.DNS_PUBLISHED}
+
+
 def component_labels(sid: ShardId, component: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The full label set of a shard object; the standard keys win over user-supplied extras."""
     labels = dict(extra or {})

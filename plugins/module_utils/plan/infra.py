@@ -39,6 +39,27 @@ def infra_manifest(ctx: Context, obj: Manifest) -> Manifest:
     return out
 
 
+def held_dns_selector(want: Manifest, live: Manifest | None, pods: tuple[Manifest, ...]) -> Manifest:
+    """A headless Service created before keys.LABEL_DNS keeps the selector it has while a pod it
+    selects, serving or not yet drained, lacks the label: the new selector would take that pod's name
+    out of DNS at once. The pods get the label in place (plan/pool.py) or with their replacement,
+    and the selector follows on the pass that finds none without it; it is never narrowed back."""
+    selector = (want.get("spec") or {}).get("selector") or {}
+    live_selector = ((live or {}).get("spec") or {}).get("selector") or {}
+    if live is None or keys.LABEL_DNS not in selector or keys.LABEL_DNS in live_selector:
+        return want
+    old = {k: v for k, v in selector.items() if k != keys.LABEL_DNS}
+    finished = str(keys.DrainState.READY_FOR_DELETION)
+    unlabelled = [pod for pod in pods if all(facts.labels(pod).get(k) == v for k, v in old.items())
+                  and keys.LABEL_DNS not in facts.labels(pod) and not facts.is_terminating(pod)
+                  and facts.annotations(pod).get(keys.ANN_DRAIN_STATE) != finished]
+    if not unlabelled:
+        return want
+    out = copy.deepcopy(want)
+    out["spec"]["selector"] = old
+    return out
+
+
 def dropped_config_keys(live: Manifest, want: Manifest) -> list[str]:
     """Data keys the engine applied to `live` (ANN_CONFIG_KEYS) that `want` no longer has; keys
     someone else added are not ours to drop."""
@@ -108,6 +129,8 @@ def plan_infra(ctx: Context) -> list[Action]:
         want = infra_manifest(ctx, obj)
         kind, name = want["kind"], want["metadata"]["name"]
         live = ctx.observed.find(kind, name)
+        if kind == "Service":
+            want = held_dns_selector(want, live, ctx.observed.pods)
         if live is None and ctx.observed.find_foreign(kind, name) is not None:
             continue  # another owner's object holds the name: applying would take it over (ForeignObjects)
         if live is None:

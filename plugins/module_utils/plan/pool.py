@@ -304,10 +304,15 @@ class PoolPlanner:
     def _pod_metadata(self) -> None:
         """Seed 002 §9: labels and annotations are not part of the spec-hash; they are patched in place."""
         for pod in self.view.ordered():
-            if pod.terminating or pod.in_drain or pod.spec_hash != self.dp.spec_hash or pod.index in self.creating:
+            if pod.terminating or pod.in_drain or pod.index in self.creating:
                 continue
-            want = pod_manifest(self.ctx, self.view, pod.index)["metadata"]
-            sub = {k: want[k] for k in ("labels", "annotations") if want.get(k)}
+            if pod.spec_hash != self.dp.spec_hash:
+                # Waiting for its turn in a roll: only its place in DNS (a pod from before keys.LABEL_DNS),
+                # so the headless Service's new selector (plan/infra.py) need not wait for the roll's end.
+                sub: Manifest = {"labels": {keys.LABEL_DNS: keys.DNS_PUBLISHED}}
+            else:
+                want = pod_manifest(self.ctx, self.view, pod.index)["metadata"]
+                sub = {k: want[k] for k in ("labels", "annotations") if want.get(k)}
             if not compare.contains(facts.meta(pod.obj), sub):
                 self.out.add([actions.patch(pod.obj, {"metadata": copy.deepcopy(sub)},
                                             f"pod {pod.name}: labels/annotations differ, patched in place",

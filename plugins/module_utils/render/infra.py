@@ -13,7 +13,9 @@ from .security import pg_hba_text
 
 
 def headless_service(ctx: ShardContext, pool: str, cell: str) -> Manifest:
-    """DNS for `<pod>.<svc>.<ns>.svc`: the FQDN each multipooler publishes as its hostname."""
+    """DNS for `<pod>.<svc>.<ns>.svc`: the FQDN each multipooler publishes as its hostname, for the
+    pods that still carry keys.LABEL_DNS (a finished drain takes it off; plan/infra.py holds the
+    selector of a Service created before that label while a serving pod lacks it)."""
     ports = [
         svc_port("http", layout.MULTIPOOLER_HTTP),
         svc_port("grpc", layout.MULTIPOOLER_GRPC),
@@ -32,7 +34,7 @@ def headless_service(ctx: ShardContext, pool: str, cell: str) -> Manifest:
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
-            "selector": labels.pool_selector(ctx.sid, pool, cell),
+            "selector": labels.dns_selector(ctx.sid, pool, cell),
             "ports": ports,
         },
     }

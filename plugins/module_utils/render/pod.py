@@ -112,7 +112,7 @@ def pool_pod(ctx: ShardContext, pool: str, cell: str, index: int, spec_hash: str
     # What the repository check allows, from the spec alone (auto: initdb); the planner resolves auto
     # with the shard's recorded backups (plan_pool.pod_manifest).
     annotations.update(bootstrap.pod_annotation(v0_1.bootstrap_guard(ctx), None))
-    metadata = ctx.meta(name, _indexed_labels(ctx, pool, cell, index))
+    metadata = ctx.meta(name, {**_indexed_labels(ctx, pool, cell, index), keys.LABEL_DNS: keys.DNS_PUBLISHED})
     metadata["annotations"] = annotations
     metadata["finalizers"] = [keys.FINALIZER_POD]
     claim = ctx.name(naming.data_pvc_name, pool, cell, index)

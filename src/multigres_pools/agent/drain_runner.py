@@ -200,6 +200,19 @@ def _set_stalled(ctx: Context, view: ShardView, pod: Manifest, stalled: bool) ->
     ctx.metrics.drains_stalled.labels(*shard).set(sum(1 for s in ctx.stalled.values() if s == shard))
 
 
+def dns_label(old: DrainState, new: DrainState) -> dict[str, str | None] | None:
+    """A finished drain takes the pod's name out of its headless Service's DNS (keys.LABEL_DNS), in
+    the same write, before the engine deletes the pod: multiorch and the multigateway re-resolve the
+    name when the pod's multipooler stops, and an answer naming the dying pod would be kept for 30 s
+    (grpc-go's floor between resolutions), while no answer is asked again after 1 s, 1.6 s, ... and
+    finds the successor's address. A drain sent back from ready-for-deletion puts the name back."""
+    if new is DrainState.READY_FOR_DELETION:
+        return {keys.LABEL_DNS: None}
+    if old is DrainState.READY_FOR_DELETION:
+        return {keys.LABEL_DNS: keys.DNS_PUBLISHED}
+    return None
+
+
 def _write_state(ctx: Context, view: ShardView, pod: Manifest, old: DrainState, d: Decision) -> Manifest:
     assert d.state is not None  # a "write" Decision always names its state (Decision.write)
     now = ctx.clock()
@@ -216,7 +229,7 @@ def _write_state(ctx: Context, view: ShardView, pod: Manifest, old: DrainState, 
                                                                      now_rfc3339(now))
     ctx.effect(f"write:{d.state.value}")
     # The resourceVersion precondition stops us from reviving a drain the engine just cancelled.
-    updated = ctx.kube.patch_pod_meta(pod, annotations=ann, precondition=True)
+    updated = ctx.kube.patch_pod_meta(pod, annotations=ann, labels_=dns_label(old, d.state), precondition=True)
     shard = _shard(view, pod)
     ctx.metrics.drain_state_seconds.labels(*shard, old.value).observe(max(0.0, now - podinfo.drain_since(pod, now)))
     name = podinfo.name(pod)
@@ -327,6 +340,10 @@ def finalize(ctx: Context, view: ShardView, pod: Manifest) -> bool:
     record must not outlive the pod. Returns True when the finalizer was removed.
     """
     name = podinfo.name(pod)
+    if keys.LABEL_DNS in podinfo.labels(pod):
+        # Out of DNS first, as a finished drain is (dns_label): its multipooler is stopping now.
+        ctx.effect("write:unpublished")
+        pod = ctx.kube.patch_pod_meta(pod, labels_={keys.LABEL_DNS: None}, missing_ok=True) or pod
     if podinfo.drain_state(pod) is not DrainState.READY_FOR_DELETION:
         if view.poolers is None:
             for target in view.event_targets(pod):

@@ -43,12 +43,18 @@ def _ready(pod: Manifest) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
+def _terminal(pod: Manifest) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
 def endpoints(service: Manifest, pods: Iterable[Manifest]) -> list[Manifest]:
-    """The pods an EndpointSlice would list as serving: selected, with an IP, not terminating, and
-    Ready unless the Service publishes not-ready addresses."""
+    """The pods cluster DNS answers for, as the EndpointSlice controller lists them and CoreDNS reads
+    them (only endpoints marked ready): selected, not terminal, with an IP; then either the Service
+    publishes not-ready addresses, which marks every such pod ready, a terminating one too, or the pod
+    is Ready and not terminating."""
     publish = bool((service.get("spec") or {}).get("publishNotReadyAddresses"))
     return [p for p in pods if _selected(service, p) and (p.get("status") or {}).get("podIP")
-            and not p["metadata"].get("deletionTimestamp") and (publish or _ready(p))]
+            and not _terminal(p) and (publish or (_ready(p) and not p["metadata"].get("deletionTimestamp")))]
 
 
 def _names(base: str, ns: str, domain: str, same_namespace: bool) -> list[str]:
@@ -83,11 +89,10 @@ def hosts_file(pod: Manifest, pod_ip: str, pods: Iterable[Manifest], services: I
 
 
 def resolve(name: str, pods: Iterable[Manifest], services: Iterable[Manifest], domain: str) -> list[str]:
-    """Every address `name` (a fully qualified or `<x>.<ns>[.svc]` form) has, from the root namespace."""
-    pods = list(pods)
-    ips = [ip for ip, names in entries(pods, services, domain, None) if name in names]
-    for pod in pods:
-        ip = (pod.get("status") or {}).get("podIP")
-        if ip and name == pod_fqdn(pod, domain) and ip not in ips:
+    """Every address `name` (a fully qualified or `<x>.<ns>[.svc]` form) has, from the root namespace:
+    what cluster DNS answers (a pod's own hosts file also names the pod itself; hosts_file)."""
+    ips: list[str] = []
+    for ip, names in entries(pods, services, domain, None):
+        if name in names and ip not in ips:
             ips.append(ip)
     return ips

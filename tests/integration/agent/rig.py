@@ -32,7 +32,8 @@ def pool_pod(name: str, namespace: str, sid: naming.ShardId, topo_address: str, 
             f"--shard={sid.shard}", f"--service-id={naming.service_id(name)}"]
     return {
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels.pool_labels(sid, "default", CELL),
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {**labels.pool_labels(sid, "default", CELL), keys.LABEL_DNS: keys.DNS_PUBLISHED},
                      "finalizers": [keys.FINALIZER_POD] if finalizer else []},
         "spec": {
             "hostname": name, "subdomain": "hl",
@@ -117,8 +118,11 @@ class ShardRig:
         return None if pod is None else (pod["metadata"].get("annotations") or {}).get(key)
 
     def role(self, name: str) -> str | None:
+        return self.label(name, keys.LABEL_ROLE)
+
+    def label(self, name: str, key: str) -> str | None:
         pod = self.pod(name)
-        return None if pod is None else (pod["metadata"].get("labels") or {}).get(keys.LABEL_ROLE)
+        return None if pod is None else (pod["metadata"].get("labels") or {}).get(key)
 
     def record_exists(self, name: str) -> bool:
         return self.etcd.get(naming.pooler_key(self.root, CELL, naming.service_id(name))) is not None

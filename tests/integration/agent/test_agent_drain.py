@@ -24,6 +24,8 @@ def test_full_drain(rig_factory) -> None:
     assert not rig.in_sync_list(p2) and rig.in_sync_list(p1)
     assert not rig.record_exists(p2) and rig.record_exists(p1)
     assert rig.role(p2) is None  # the record is gone, so is the label
+    # Out of its headless Service's DNS in the same write; the others stay in it.
+    assert rig.label(p2, keys.LABEL_DNS) is None and rig.label(p1, keys.LABEL_DNS) == keys.DNS_PUBLISHED
     sent = rig.primary_peer.calls("UpdateSynchronousStandbyList")
     assert len(sent) == 1 and sent[0].reload_config and sent[0].standby_ids[0].name == rig.peers[p2].service_id
     assert rig.events("DrainCompleted")
@@ -147,8 +149,11 @@ def test_external_deletion_unregisters_before_the_finalizer_goes(rig_factory) ->
     victim = rig.names[2]
     rig.core.delete_namespaced_pod(victim, rig.namespace)
     assert rig.pod(victim)["metadata"]["deletionTimestamp"]  # held by our finalizer
-    rig.run(rig.agent(), rig.names[0])
+    effects: list[str] = []
+    rig.run(rig.agent(before_effect=effects.append), rig.names[0])
     assert rig.pod(victim) is None
+    # Out of DNS before anything else, while its multipooler is being stopped.
+    assert effects[0] == "write:unpublished" and "remove-finalizer" in effects
     assert not rig.in_sync_list(victim) and not rig.record_exists(victim)
 
 

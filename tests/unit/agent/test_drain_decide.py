@@ -5,11 +5,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.keys import DrainState
 from hypothesis import given
 from hypothesis import strategies as st
 
 from multigres_pools.agent.drain import Blocked, Effect, Facts, Guard, Need, decide
+from multigres_pools.agent.drain_runner import dns_label
 
 R, D, A, F = DrainState.REQUESTED, DrainState.DRAINING, DrainState.ACKNOWLEDGED, DrainState.READY_FOR_DELETION
 
@@ -106,3 +108,11 @@ def test_fail_closed(state: DrainState, f: Facts) -> None:
 def test_terminal_and_unknown_states_do_nothing() -> None:
     for state, f in itertools.product((None, F), (Facts(), Facts(force=F))):
         assert decide(state, f).kind == "done"
+
+
+def test_only_a_finished_drain_is_out_of_dns_and_going_back_puts_the_name_back() -> None:
+    """drain_runner.dns_label: the label goes in the write to ready-for-deletion and returns with a
+    write away from it; every other step leaves it alone (None: no labels in the patch)."""
+    assert dns_label(A, F) == {keys.LABEL_DNS: None}
+    assert dns_label(F, D) == {keys.LABEL_DNS: keys.DNS_PUBLISHED}
+    assert [dns_label(old, new) for old, new in ((R, D), (D, A), (A, D), (D, R))] == [None] * 4

@@ -35,7 +35,8 @@ def _pod_factory(pool: str, cell: str, spec_hash: str, image: str):  # type: ign
         name = naming.pod_name(SID, pool, cell, index)
         return {
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "labels": labels.pool_labels(SID, pool, cell),
+            "metadata": {"name": name, "namespace": NS,
+                         "labels": {**labels.pool_labels(SID, pool, cell), keys.LABEL_DNS: keys.DNS_PUBLISHED},
                          "annotations": {keys.ANN_SPEC_HASH: spec_hash}},
             "spec": {"hostname": name, "containers": [{"name": "pgctld", "image": image}]},
         }

@@ -86,6 +86,49 @@ def test_shared_objects_are_created_then_left_alone_until_they_differ():
     assert changed.actions[0].reason.endswith("spec.ports[0].port differs from desired")
 
 
+def test_the_dns_selector_waits_until_no_serving_pod_lacks_the_dns_label():
+    """A headless Service created before keys.LABEL_DNS: the new selector would take every pod's name
+    out of DNS at once. The pods get the label in place first (one that waits for its turn in a roll
+    too, that label only); the selector follows once none that serves lacks it, and a pod whose drain
+    has finished (out of DNS on purpose) does not hold it back."""
+    dp = desired_pool()
+    pods, pvcs = healthy(dp)
+    old_selector = labels.pool_selector(SID, "main", "z1")
+    want = {**_service(15270), "spec": {**_service(15270)["spec"],
+                                        "selector": {**old_selector, keys.LABEL_DNS: keys.DNS_PUBLISHED}}}
+    live = {**want, "metadata": {**want["metadata"], "uid": "s", "resourceVersion": "4",
+                                 "ownerReferences": [{"uid": "cr-uid-1", "kind": keys.SHARD_KIND}]},
+            "spec": {**want["spec"], "selector": old_selector}}
+    for pod in pods:
+        del pod["metadata"]["labels"][keys.LABEL_DNS]
+    pods[1]["metadata"]["annotations"][keys.ANN_SPEC_HASH] = "h0"  # its turn in the roll is still to come
+
+    def run(pods: list) -> object:
+        return plan(desired(dp, objects=(want,)), observed(pods, pvcs, cr=shard_cr(), others={"Service": (live,)}),
+                    NOW)
+
+    first = run(pods)
+    assert writes(first, "apply", "Service") == []
+    labelled = {a.name: a.body["metadata"]["labels"] for a in first.actions
+                if a.verb == "patch" and a.kind == "Pod" and "labels" in a.body["metadata"]}
+    assert sorted(labelled) == [p["metadata"]["name"] for p in pods]
+    assert labelled[pods[1]["metadata"]["name"]] == {keys.LABEL_DNS: keys.DNS_PUBLISHED}
+    assert all(body[keys.LABEL_DNS] == keys.DNS_PUBLISHED for body in labelled.values())
+
+    for pod in pods[1:]:
+        pod["metadata"]["labels"][keys.LABEL_DNS] = keys.DNS_PUBLISHED
+    pods[0]["metadata"]["annotations"][keys.ANN_DRAIN_STATE] = str(keys.DrainState.READY_FOR_DELETION)
+    second = run(pods)
+    (apply,) = [a for a in second.actions if a.verb == "apply" and a.kind == "Service"]
+    assert apply.body["spec"]["selector"] == want["spec"]["selector"]
+    assert "spec.selector" in apply.reason
+
+    # Once the Service has it, a pod without the label never narrows it back.
+    live["spec"]["selector"] = want["spec"]["selector"]
+    pods[0]["metadata"]["annotations"].pop(keys.ANN_DRAIN_STATE)
+    assert writes(run(pods), "apply", "Service") == []
+
+
 def test_retained_backup_pvc_loses_our_owner_reference():
     dp = desired_pool(when_deleted=PVCPolicy.RETAIN)
     pods, pvcs = healthy(dp)

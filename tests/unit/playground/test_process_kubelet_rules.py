@@ -109,6 +109,31 @@ def test_hosts_file_lists_own_fqdn_first_then_services() -> None:
     assert poddns.resolve("orch.ns.svc", [POD, other, orch], services, "cluster.local") == ["10.200.0.4"]
 
 
+def test_dns_answers_as_endpointslices_and_coredns_do_for_terminating_and_unlabelled_pods() -> None:
+    """A Service publishing not-ready addresses keeps a terminating pod's name (its EndpointSlice
+    marks it ready, and CoreDNS answers ready endpoints); without that flag, or once the pod no longer
+    matches the selector (a finished drain takes the DNS label off), the name is gone."""
+    def pod(name: str, labels: dict[str, str], *, terminating: bool = False, ready: bool = True,
+            phase: str = "Running") -> dict:
+        meta = {"name": name, "namespace": "ns", "labels": labels}
+        if terminating:
+            meta["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+        return {"metadata": meta, "spec": {"hostname": name, "subdomain": "pool"},
+                "status": {"podIP": f"10.200.0.{len(name)}", "phase": phase,
+                           "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+    published = {"app": "pool", "dns": "published"}
+    service = {"metadata": {"name": "pool", "namespace": "ns"},
+               "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": published}}
+    pods = [pod("a", published, terminating=True), pod("bb", {"app": "pool"}), pod("ccc", published, ready=False),
+            pod("dddd", published, phase="Failed")]
+    assert [p["metadata"]["name"] for p in poddns.endpoints(service, pods)] == ["a", "ccc"]
+    assert poddns.resolve("a.pool.ns.svc.cluster.local", pods, [service], "cluster.local") == ["10.200.0.1"]
+    assert poddns.resolve("bb.pool.ns.svc.cluster.local", pods, [service], "cluster.local") == []
+    strict = {**service, "spec": {**service["spec"], "publishNotReadyAddresses": False}}
+    assert poddns.endpoints(strict, pods) == []  # a is terminating, ccc not Ready, dddd terminal
+
+
 def test_prober_thresholds_and_schedule() -> None:
     prober = probes.Prober({"httpGet": {"port": 1}, "initialDelaySeconds": 5, "periodSeconds": 2,
                             "failureThreshold": 2, "successThreshold": 2}, started_at=100.0)

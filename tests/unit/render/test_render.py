@@ -53,7 +53,8 @@ def test_pool_pod_layout_matches_the_contract():
     sid = desired.shard
     name = naming.pod_name(sid, "default", "zone1", 1)
     assert pod["metadata"]["name"] == name
-    assert pod["metadata"]["labels"] == {**labels.pool_labels(sid, "default", "zone1"), keys.LABEL_INDEX: "1"}
+    assert pod["metadata"]["labels"] == {**labels.pool_labels(sid, "default", "zone1"), keys.LABEL_INDEX: "1",
+                                        keys.LABEL_DNS: keys.DNS_PUBLISHED}
     assert pod["metadata"]["finalizers"] == [keys.FINALIZER_POD]
     assert pod["metadata"]["annotations"][keys.ANN_SPEC_HASH] == pool.spec_hash
     spec = pod["spec"]
@@ -129,9 +130,17 @@ def test_pdb_allows_no_eviction_through_min_available():
 
 
 def test_headless_service_publishes_not_ready_pods():
-    (svc,) = [s for s in _by_kind(_render(corpus.ERA_A).objects, "Service") if s["spec"].get("clusterIP") == "None"]
+    desired = _render(corpus.ERA_A)
+    (svc,) = [s for s in _by_kind(desired.objects, "Service") if s["spec"].get("clusterIP") == "None"]
     assert svc["spec"]["publishNotReadyAddresses"] is True
     assert [p["port"] for p in svc["spec"]["ports"]] == [15200, 15270, 5432, 9187]
+    # It selects the pool's pods that carry the DNS label, which every rendered pod does (and the PDB
+    # does not ask for it: a pod out of DNS is still counted).
+    assert svc["spec"]["selector"] == {**labels.pool_selector(desired.shard, "default", "zone1"),
+                                       keys.LABEL_DNS: keys.DNS_PUBLISHED}
+    pod = desired.pools[0].pod(0)
+    assert pod["metadata"]["labels"].items() >= svc["spec"]["selector"].items()
+    assert keys.LABEL_DNS not in desired.pools[0].pvc(0)["metadata"]["labels"]
 
 
 def test_filesystem_backup_has_one_pvc_per_cell_and_s3_uses_an_empty_dir():
@@ -294,6 +303,20 @@ def _agent_rule_as_before_handover(manifests: list[dict[str, Any]]) -> list[dict
     return manifests
 
 
+def _dns_label_as_before(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pool pods gained the DNS label and the headless Services select it (issue 24: a finished drain
+    leaves DNS); it rolls no pod and is set back here like the PDB above."""
+    for obj in manifests:
+        for labels_ in (obj["metadata"].get("labels") or {}, (obj.get("spec") or {}).get("selector") or {}):
+            if obj["kind"] in ("Pod", "Service"):
+                labels_.pop(keys.LABEL_DNS, None)
+    return manifests
+
+
+def _as_before(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return _dns_label_as_before(_pdb_as_before_node_maintenance(manifests))
+
+
 @pytest.mark.parametrize(("patch", "digest", "hashes"), ERA_A_BEFORE)
 def test_era_a_renders_exactly_what_it_rendered_before_versions_existed(patch, digest, hashes, monkeypatch):
     """Without the two changes of issue 12 (exporter uid, NetworkPolicy), the bytes are the old ones."""
@@ -301,7 +324,7 @@ def test_era_a_renders_exactly_what_it_rendered_before_versions_existed(patch, d
     desired = _render({**patch, **corpus.ERA_A, "security": {"networkPolicy": {"enabled": False}}},
                       owner={"name": "demo", "uid": "u"}, referenced_config_hash="0" * 64)
     assert [p.spec_hash for p in desired.pools] == hashes
-    assert spechash.digest(_pdb_as_before_node_maintenance(render.manifests(desired))) == digest
+    assert spechash.digest(_as_before(render.manifests(desired))) == digest
 
 
 @pytest.mark.parametrize(("patch", "now"),
@@ -311,5 +334,5 @@ def test_era_a_renders_what_issue_12_changed_and_nothing_else(patch, now):
                       referenced_config_hash="0" * 64)
     hashes, digest = now
     assert ",".join(p.spec_hash for p in desired.pools) == hashes
-    manifests = _agent_rule_as_before_handover(_pdb_as_before_node_maintenance(render.manifests(desired)))
+    manifests = _agent_rule_as_before_handover(_as_before(render.manifests(desired)))
     assert spechash.digest(manifests) == digest
