@@ -448,16 +448,18 @@ CONTAINERS = ("postgres", "multipooler")  # a v0.1.0 pool pod's (render/pool_v0_
 
 
 def replacement_phases(watched: Watched, before: dict[str, str]) -> dict[str, dict[str, float | None]]:
-    """Per pod of `before` (uid -> name) that was replaced: seconds from its drain request to
-    ready-for-deletion, to terminating, to gone, to its successor (same name) created, each of its
-    containers ready, the agent's verdict (readiness gate True), Ready and labelled REPLICA, and
-    listed in the primary's synchronous_standby_names (None: not seen)."""
+    """Per pod of `before` (uid -> name) that was replaced: seconds from its drain request (a pod
+    deleted from outside: from its deletion) to ready-for-deletion, to terminating, to gone, to its
+    successor (same name) created, each of its containers ready, the agent's verdict (readiness gate
+    True), Ready and labelled REPLICA, and listed in the primary's synchronous_standby_names (None:
+    not seen)."""
     events = list(watched.timeline.events)
     apps = {name: app_names(watched.stack).get(uid) for uid, name in uids(watched.stack).items()}
     out: dict[str, dict[str, float | None]] = {}
     for uid, name in before.items():
         own = [e for e in events if e.uid == uid]
-        asked = next((e.at for e in own if e.drain == keys.DrainState.REQUESTED), None)
+        asked = next((e.at for e in own if e.drain == keys.DrainState.REQUESTED),
+                     next((e.at for e in own if e.deleting), None))
         successor = [e for e in events if e.name == name and e.uid not in before]
         if asked is None or not successor:
             continue
@@ -475,6 +477,18 @@ def replacement_phases(watched: Watched, before: dict[str, str]) -> dict[str, di
         }
         out[name] = {k: None if v is None else round(v - asked, 1) for k, v in moments.items()}
     return out
+
+
+def roll_seconds(watched: Watched, before: dict[str, str]) -> float | None:
+    """Seconds from the first drain request of a pod in `before` (uid -> name) to the moment the
+    last of their successors was Ready and labelled REPLICA or PRIMARY (None: not seen)."""
+    events = list(watched.timeline.events)
+    asked = [e.at for e in events if e.uid in before and e.drain == keys.DrainState.REQUESTED]
+    ready = [next((e.at for e in events if e.name == name and e.uid not in before and e.ready and e.role), None)
+             for name in before.values()]
+    if not asked or None in ready:
+        return None
+    return round(max(r for r in ready if r is not None) - min(asked), 1)
 
 
 def wait_agent_crash(stack: MultigresStack, effect: str, timeout: float = 300) -> None:

@@ -46,6 +46,7 @@ from tests.integration.multigres.safety import (
     replacement_phases,
     request_backup,
     restore_drill,
+    roll_seconds,
     scale,
     shard_cr,
     stop_restore_drills,
@@ -409,14 +410,19 @@ def test_scale_up_down_roll_and_kubectl_delete_lose_nothing(watched: Watched) ->
     assert_primary_handed_over(stack, primary.pod)
     for name, phases in replacement_phases(watched, before_roll).items():
         note(f"real node: replacing {name}, seconds after its drain request", phases)
+    note("real node: the roll of 3, first drain request -> last successor Ready (s)",
+         roll_seconds(watched, before_roll))
 
     primary = stack.primary()
     assert primary is not None
     standby = next(p for p in stack.pods() if facts.name(p) != primary.pod)
+    before_delete = uids(stack)
     _kubectl(watched, "-n", stack.namespace, "delete", "pod", facts.name(standby), "--wait=true", "--timeout=300s")
     wait_for(lambda: len([p for p in stack.pods() if facts.condition_true(p, "Ready")]) == 3, 300,
              "the deleted standby's replacement", interval=1)
     stack.wait_serving(SHARD, replicas=3, timeout=300)
+    for name, phases in replacement_phases(watched, before_delete).items():
+        note(f"real node: kubectl delete of {name}, seconds after its deletion", phases)
 
     # Drained pods (the roll, the scale-down) left synchronous replication before they were deleted; the
     # pod deleted by hand went through the agent's finalizer path instead (docs/operations.md).
