@@ -460,7 +460,8 @@ def replacement_phases(watched: Watched, before: dict[str, str]) -> dict[str, di
         own = [e for e in events if e.uid == uid]
         asked = next((e.at for e in own if e.drain == keys.DrainState.REQUESTED),
                      next((e.at for e in own if e.deleting), None))
-        successor = [e for e in events if e.name == name and e.uid not in before]
+        successor = [e for e in events if e.name == name and e.uid not in before and asked is not None
+                     and e.at >= asked]
         if asked is None or not successor:
             continue
         born = successor[0].at
