@@ -93,6 +93,8 @@ class FakeAgent:
                 role = (pod.metadata.labels or {}).get(keys.LABEL_ROLE)
                 if NEXT_STATE[state] == keys.DrainState.ACKNOWLEDGED and role == keys.Role.PRIMARY:
                     body["metadata"]["labels"] = {keys.LABEL_ROLE: None}
+                if NEXT_STATE[state] == keys.DrainState.READY_FOR_DELETION:  # as drain_runner.dns_label
+                    body["metadata"]["labels"] = {keys.LABEL_DNS: None}
                 if self._patch(pod, body):
                     done.append(f"{name}: {state} -> {NEXT_STATE[state]}")
         return done

@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
+from multigres_pools.playground import poddns
 from tests.integration.reconcile.rig import CELL, POOL, spec
 
 pytestmark = pytest.mark.cluster
@@ -105,3 +106,46 @@ def test_check_mode_is_a_server_side_dry_run_with_a_plan_diff(rig):  # type: ign
     assert "apply" in result.requests and result.diff[0]["prepared"].startswith("apply ")
     pod_diff = next(d for d in result.diff if d.get("after_header") == f"Pod/{_pod(0)}")
     assert "ghcr.io/multigres/pgctld" in pod_diff["after"] and pod_diff["before"] == ""
+
+
+def _published(rig) -> set[str]:  # type: ignore[no-untyped-def]
+    """The pods cluster DNS would answer for under the live headless Service, by name: the live
+    selector over the live pods, as the EndpointSlice controller and CoreDNS read them (poddns; this
+    cluster runs no endpointslice controller, the real node does)."""
+    service = rig.client.get("v1", "Service", rig.namespace, naming.headless_service_name(SID, POOL, CELL))
+    return {facts.name(p) for p in poddns.endpoints(service, rig.pods().values())}
+
+
+def test_a_service_from_before_the_dns_label_keeps_every_pod_in_dns_while_it_moves_to_it(rig):  # type: ignore[no-untyped-def]
+    """A shard made by a version without pools.multigres.com/dns (its Service selects the pool, its
+    pods lack the label): the first pass labels the pods and leaves the selector; the next moves the
+    selector; DNS answers for every pod before, between and after. A finished drain then takes its
+    pod out before the pod is deleted."""
+    rig.settle(spec(3))
+    everyone = {_pod(i) for i in range(3)}
+    assert _published(rig) == everyone
+    service = naming.headless_service_name(SID, POOL, CELL)
+    # What the older version left: its selector and unlabelled pods (as another field manager, so the
+    # engine's own apply of the new selector is what has to bring the key back).
+    rig.client.json_patch("v1", "Service", rig.namespace, service,
+                          [{"op": "remove", "path": "/spec/selector/" + keys.LABEL_DNS.replace("/", "~1")}],
+                          field_manager="test")
+    for name in everyone:
+        rig.client.merge_patch("v1", "Pod", rig.namespace, name, {"metadata": {"labels": {keys.LABEL_DNS: None}}},
+                               field_manager="test")
+    assert _published(rig) == everyone
+
+    first = rig.run(spec(3))
+    assert {a["name"] for a in first.actions if a["verb"] == "patch" and a["kind"] == "Pod"} == everyone
+    assert not [a for a in first.actions if a["kind"] == "Service"]
+    assert all(facts.labels(p).get(keys.LABEL_DNS) == keys.DNS_PUBLISHED for p in rig.pods().values())
+    second = rig.run(spec(3))
+    assert [(a["verb"], a["name"]) for a in second.actions if a["kind"] == "Service"] == [("apply", service)]
+    assert keys.LABEL_DNS in rig.client.get("v1", "Service", rig.namespace, service)["spec"]["selector"]
+    assert _published(rig) == everyone
+
+    rig.run(spec(2))  # a scale-down: the engine asks for one drain
+    (victim,) = [n for n, p in rig.pods().items() if facts.annotations(p).get(keys.ANN_DRAIN_STATE)]
+    rig.agent.drain_all()
+    assert facts.annotations(rig.pods()[victim]).get(keys.ANN_DRAIN_STATE) == keys.DrainState.READY_FOR_DELETION
+    assert _published(rig) == everyone - {victim}  # out of DNS while the pod is still there
