@@ -16,7 +16,7 @@ import copy
 
 from ..core import keys, labels
 from ..core.manifest import Manifest
-from ..state import facts
+from ..state import drain_annotations, facts
 from ..state.observed import INFRA_KINDS
 from . import actions, compare, tls_policy
 from .actions import Action, Phase
@@ -49,10 +49,11 @@ def held_dns_selector(want: Manifest, live: Manifest | None, pods: tuple[Manifes
     if live is None or keys.LABEL_DNS not in selector or keys.LABEL_DNS in live_selector:
         return want
     old = {k: v for k, v in selector.items() if k != keys.LABEL_DNS}
-    finished = str(keys.DrainState.READY_FOR_DELETION)
+    # Label selection is exact string equality (compare.contains would equate "1Gi" and "1024Mi").
     unlabelled = [pod for pod in pods if all(facts.labels(pod).get(k) == v for k, v in old.items())
                   and keys.LABEL_DNS not in facts.labels(pod) and not facts.is_terminating(pod)
-                  and facts.annotations(pod).get(keys.ANN_DRAIN_STATE) != finished]
+                  and drain_annotations.read_state(facts.annotations(pod)).state
+                  is not keys.DrainState.READY_FOR_DELETION]
     if not unlabelled:
         return want
     out = copy.deepcopy(want)

@@ -485,11 +485,14 @@ def roll_seconds(watched: Watched, before: dict[str, str]) -> float | None:
     last of their successors was Ready and labelled REPLICA or PRIMARY (None: not seen)."""
     events = list(watched.timeline.events)
     asked = [e.at for e in events if e.uid in before and e.drain == keys.DrainState.REQUESTED]
-    ready = [next((e.at for e in events if e.name == name and e.uid not in before and e.ready and e.role), None)
-             for name in before.values()]
-    if not asked or None in ready:
+    if not asked:
         return None
-    return round(max(r for r in ready if r is not None) - min(asked), 1)
+    start = min(asked)  # as in replacement_phases, an earlier incarnation of a name is no successor
+    ready = [next((e.at for e in events if e.name == name and e.uid not in before and e.at >= start
+                   and e.ready and e.role), None) for name in before.values()]
+    if None in ready:
+        return None
+    return round(max(r for r in ready if r is not None) - start, 1)
 
 
 def wait_agent_crash(stack: MultigresStack, effect: str, timeout: float = 300) -> None:

@@ -307,8 +307,8 @@ def _dns_label_as_before(manifests: list[dict[str, Any]]) -> list[dict[str, Any]
     """Pool pods gained the DNS label and the headless Services select it (issue 24: a finished drain
     leaves DNS); it rolls no pod and is set back here like the PDB above."""
     for obj in manifests:
-        for labels_ in (obj["metadata"].get("labels") or {}, (obj.get("spec") or {}).get("selector") or {}):
-            if obj["kind"] in ("Pod", "Service"):
+        if obj["kind"] in ("Pod", "Service"):
+            for labels_ in (obj["metadata"].get("labels") or {}, (obj.get("spec") or {}).get("selector") or {}):
                 labels_.pop(keys.LABEL_DNS, None)
     return manifests
 
