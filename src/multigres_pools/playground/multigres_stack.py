@@ -47,7 +47,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 from ..agent import podinfo
 from ..dataplane.base import PoolerId
 from ..paths import collection_root
-from ..podaddress import pod_address
+from ..podaddress import pod_address, pod_ip
 from . import toolchain as toolchain_module
 from .cluster import Cluster, Etcd
 from .kubeclient import api_client
@@ -310,15 +310,15 @@ class MultigresStack:
 
     def pool_addresses(self) -> list[tuple[str, str]]:
         """(name, pod IP) of every pool pod with an address, terminating ones too (an old primary is one)."""
-        return [(facts.name(p), ip) for p in self.pods() if (ip := (p.get("status") or {}).get("podIP"))]
+        return [(facts.name(p), ip) for p in self.pods() if (ip := pod_ip(p))]
 
     def cell_addresses(self) -> dict[str, list[str]]:
         """Cell -> the pod IPs of every pod placed in it: pool pods, multiorch and multigateway."""
         found = self._reader().list("v1", "Pod", self.namespace, keys.LABEL_CELL)
         cells: dict[str, list[str]] = {}
         for pod in sorted(found, key=facts.name):
-            if ip := (pod.get("status") or {}).get("podIP"):
-                cells.setdefault(facts.labels(pod)[keys.LABEL_CELL], []).append(str(ip))
+            if ip := pod_ip(pod):
+                cells.setdefault(facts.labels(pod)[keys.LABEL_CELL], []).append(ip)
         return cells
 
     def password(self, shard: str = "play") -> str:
@@ -389,7 +389,7 @@ class MultigresStack:
         except LookupError:
             return out
         for pod in pods:
-            ip = (pod.get("status") or {}).get("podIP")
+            ip = pod_ip(pod)
             if not ip or facts.meta(pod).get("deletionTimestamp"):
                 continue
             with contextlib.suppress(psycopg.Error):
@@ -416,17 +416,17 @@ class MultigresStack:
         for pod in self.pods():
             if facts.labels(pod).get(keys.LABEL_ROLE) == keys.Role.PRIMARY and not facts.meta(pod).get(
                     "deletionTimestamp"):
-                ip = (pod.get("status") or {}).get("podIP")
+                ip = pod_ip(pod)
                 if ip:
-                    return str(ip)
+                    return ip
         found = self.primary(shard)
         return found.ip if found else None
 
     def gateway_ip(self) -> str | None:
         """A Ready multigateway pod's address (its SQL port is layout.MULTIGATEWAY_PG)."""
         for pod in self.pods(keys.COMPONENT_MULTIGATEWAY):
-            if _ready(pod) and (pod.get("status") or {}).get("podIP"):
-                return str(pod["status"]["podIP"])
+            if _ready(pod) and (ip := pod_ip(pod)):
+                return ip
         return None
 
     def wait_serving(self, shard: str = "play", replicas: int = 3, timeout: float = 300,
