@@ -26,6 +26,11 @@ MULTIGATEWAY_PG = 15432
 POOLER_DIR = "/var/lib/pooler"
 PGDATA = f"{POOLER_DIR}/pg_data"
 STANDBY_SIGNAL = "standby.signal"  # in PGDATA: PostgreSQL starts in recovery while it exists
+# v0.1.0, in POOLER_DIR: a first backup was interrupted, the data directory is stale (multipooler
+# cleans it up and retries; constants.BootstrapSentinelFile).
+BOOTSTRAP_SENTINEL = ".multigres-bootstrap-in-progress"
+# v0.1.0: the pgpass file pgctld writes and names in PGPASSFILE for PostgreSQL's archive-push.
+PGBACKREST_PGPASS = f"{POOLER_DIR}/pgbackrest/pgbackrest.pgpass"
 SOCKET_DIR = "/var/run/postgresql"
 PGCTLD_CONFIG_DIR = "/etc/pgctld"
 PG_HBA_KEY = "pg_hba_template.conf"

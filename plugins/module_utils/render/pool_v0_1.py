@@ -10,6 +10,7 @@ equals Multigres' default, so the pod says exactly what runs.
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 from ..core import keys, naming
@@ -122,15 +123,29 @@ def _multipooler(ctx: ShardContext, pool: Pool, pool_name: str, cell: str, servi
     }
 
 
+# What `pgctld server` and `pgctld start` both read to find and run PostgreSQL.
+_PG_FLAGS = (f"--pooler-dir={layout.POOLER_DIR}", f"--pg-port={layout.POSTGRES}", "--pg-listen-addresses=*",
+             f"--timeout={layout.PGCTLD_TIMEOUT_SECONDS}")
+# multipooler starts an initialised, stopped PostgreSQL only on its monitor's first pass, 5 s after it
+# starts (a constant in v0.1.0), and the pod is not Ready before PostgreSQL is: 5 of a restarted pod's
+# ~12 s on a real kubelet. So the sidecar starts it at once, exactly as that pass would (`pgctld start`, the same flags
+# and pgctld's PGPASSFILE), in the background so pgctld's endpoints come up meanwhile, and only where
+# that pass would start it: PG_VERSION there (an empty volume is left to initdb or the restore) and no
+# interrupted first backup (multipooler discards that directory). standby-on-start has already run,
+# so a data directory that ran before comes up in recovery. If the start fails, the monitor retries
+# as before; multipooler then finds PostgreSQL running and only reads its role.
+EARLY_START_SCRIPT = (
+    f'if test -f "{layout.PGDATA}/PG_VERSION" && test ! -e "{layout.POOLER_DIR}/{layout.BOOTSTRAP_SENTINEL}"; '
+    f'then PGPASSFILE={layout.PGBACKREST_PGPASS} {shlex.join([layout.PGCTLD_BIN, "start", *_PG_FLAGS])} & fi; '
+    f'exec {layout.PGCTLD_BIN} "$@"')
+
+
 def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
     spec = ctx.spec
     extra_args, extra_env, mounts = pgctld_config(ctx)
     args = [
         "server",
-        f"--pooler-dir={layout.POOLER_DIR}",
-        f"--pg-port={layout.POSTGRES}",
-        "--pg-listen-addresses=*",
-        f"--timeout={layout.PGCTLD_TIMEOUT_SECONDS}",
+        *_PG_FLAGS,
         f"--http-port={layout.PGCTLD_HTTP}",
         f"--grpc-port={layout.PGCTLD_GRPC}",
         f"--grpc-socket-file={layout.PGCTLD_GRPC_SOCKET}",
@@ -148,7 +163,8 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
         "imagePullPolicy": spec.images.image_pull_policy,
         # A native sidecar: started before, and stopped after, multipooler.
         "restartPolicy": "Always",
-        "command": [layout.PGCTLD_BIN],
+        # `sh -c SCRIPT pgctld ARGS...`: the script starts PostgreSQL, then execs pgctld with ARGS.
+        "command": ["/bin/sh", "-c", EARLY_START_SCRIPT, layout.PGCTLD_BIN],
         "args": args,
         "ports": [
             port("pgctld-http", layout.PGCTLD_HTTP),

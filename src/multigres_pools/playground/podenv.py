@@ -23,10 +23,12 @@ class ConfigError(Exception):
 class ImageSpec:
     """A local stand-in for a container image: executables are looked up by basename in `path_dirs`
     (never on the host PATH), `env` is the image's environment, `entrypoint`/`cmd` its ENTRYPOINT and
-    CMD (used only when the container does not set `command`/`args`)."""
+    CMD (used only when the container does not set `command`/`args`), `files` host files that appear
+    at their paths in the image (a script may name `/usr/local/bin/pgctld`, as it would in the image)."""
 
     path_dirs: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
     entrypoint: list[str] = field(default_factory=list)
     cmd: list[str] = field(default_factory=list)
 

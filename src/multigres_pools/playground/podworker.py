@@ -432,6 +432,7 @@ class PodWorker:
         image = self.kubelet.images[c.spec["image"]]
         # The image's directories at their own paths, even where a private /tmp hides the host's.
         own += [{"source": d, "target": d, "readOnly": True, "file": False} for d in image.path_dirs]
+        own += [{"source": src, "target": at, "readOnly": True, "file": True} for at, src in image.files.items()]
         volumes = self.volumes.mounts(c.spec)
         targets = {m["target"].rstrip("/") for m in volumes}
         own = [m for m in own if m["target"] not in targets]

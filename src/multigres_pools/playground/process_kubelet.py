@@ -478,7 +478,10 @@ def toolchain_images(toolchain: Any) -> dict[str, ImageSpec]:
     dirs = [str(d) for d in dict.fromkeys((toolchain.multigres_bin, toolchain.postgres_bin,
                                            toolchain.pgbackrest.parent, shell))]
     env = {k: v for k, v in toolchain.env().items() if k in ("PATH", "LANG", "LC_ALL", "LOCPATH")}
-    return {f"{repo}:{MULTIGRES_VERSION}": ImageSpec(path_dirs=dirs, env=env) for repo in MULTIGRES_IMAGE_REPOSITORIES}
+    # Where the pgctld image has it: the pool pod's sidecar script runs it by that path.
+    files = {layout.PGCTLD_BIN: str(toolchain.multigres_bin / "pgctld")}
+    return {f"{repo}:{MULTIGRES_VERSION}": ImageSpec(path_dirs=dirs, env=env, files=files)
+            for repo in MULTIGRES_IMAGE_REPOSITORIES}
 
 
 def _term_matches(term: Manifest, labels: Mapping[str, str]) -> bool:

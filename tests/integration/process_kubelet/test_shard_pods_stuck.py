@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
@@ -63,7 +64,9 @@ def own_kubelet(kube, namespace: str, standin_image: Path) -> Iterator[Any]:  # 
     release = model.RELEASE_IMAGES[keys.MultigresVersion.V0_1_0]
     # /bin for the shell the bootstrap guard's repository-check init container runs (a new shard: it
     # finds the mode `initdb` and exits 0 without pgbackrest).
-    standin = ImageSpec(path_dirs=[str(standin_image), "/bin"])
+    # pgctld also where the real image has it: the sidecar's script runs it by that path.
+    standin = ImageSpec(path_dirs=[str(standin_image), "/bin"],
+                        files={layout.PGCTLD_BIN: str(standin_image / "pgctld")})
     images = dict.fromkeys((release.multigres, release.pgctld, model.DEFAULT_EXPORTER_IMAGE), standin)
     kubelet = ProcessKubelet(kube.api_client(), images, run_as_user(), namespace=namespace,
                              node_labels={NODE_LABEL: namespace}, backoff=(1.0, 4.0))

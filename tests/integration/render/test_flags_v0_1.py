@@ -6,6 +6,7 @@ every flag before it prints help, so an unknown flag or a malformed value fails 
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -56,12 +57,30 @@ def test_every_rendered_flag_parses_in_the_real_binaries(toolchain: Toolchain) -
     assert sorted(c["name"] for c in containers) == ["multigateway", "multigateway", "multiorch", "multiorch",
                                                      "multipooler", "postgres"]
     for container in containers:
-        binary = toolchain.multigres_bin / Path(container["command"][0]).name
+        command = container["command"]
+        # The pgctld sidecar is `sh -c SCRIPT /usr/local/bin/pgctld`: the script execs that binary
+        # with the args (after `pgctld start`, checked below).
+        execs = command[3] if command[:2] == ["/bin/sh", "-c"] else command[0]
+        binary = toolchain.multigres_bin / Path(execs).name
         argv = [str(binary), *(_expand(a) for a in container["args"]), "--help"]
         run = subprocess.run(argv, capture_output=True, text=True, timeout=60,
                              **toolchain.process_kwargs())  # type: ignore[call-overload]
         assert run.returncode == 0, f"{container['name']}: {run.stderr or run.stdout}"
         assert "unknown flag" not in run.stderr and "invalid argument" not in run.stderr, run.stderr
+
+
+def test_the_sidecars_early_start_flags_parse_in_pgctld(toolchain: Toolchain) -> None:
+    """`pgctld start` in the sidecar's script (render/pool_v0_1.py) takes the server's flags for
+    finding and running PostgreSQL."""
+    sidecar = next(c for c in _containers() if c["name"] == "postgres")
+    start = [w for w in shlex.split(sidecar["command"][2].split(" & ")[0].split("then ", 1)[1])
+             if not w.startswith("PGPASSFILE=")]
+    assert Path(start[0]).name == "pgctld" and start[1] == "start", start
+    assert set(start[2:]) <= set(sidecar["args"]), (start, sidecar["args"])  # the server's own values
+    run = subprocess.run([str(toolchain.multigres_bin / "pgctld"), *start[1:], "--help"], capture_output=True,
+                         text=True, timeout=60, **toolchain.process_kwargs())  # type: ignore[call-overload]
+    assert run.returncode == 0, run.stderr or run.stdout
+    assert "unknown flag" not in run.stderr and "invalid argument" not in run.stderr, run.stderr
 
 
 def test_a_wrong_flag_would_be_caught(toolchain: Toolchain) -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys, naming
-from ansible_collections.multigres.pools.plugins.module_utils.render import layout
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout, pool_v0_1
 from ansible_collections.multigres.pools.plugins.module_utils.render import shard as render
 from ansible_collections.multigres.pools.plugins.module_utils.spec import model
 from hypothesis import given, settings
@@ -92,6 +93,44 @@ def test_a_new_volume_and_a_standby_are_left_as_they_are(tmp_path):
     assert (tmp_path / layout.STANDBY_SIGNAL).read_text() == "kept"
 
 
+def _sidecar(pooler_dir: Path, *, version: bool, sentinel: bool = False) -> list[list[str]]:
+    """Run the pgctld sidecar's shell as the image would, with its paths under `pooler_dir` and a
+    pgctld that records how it was called (argv and PGPASSFILE); the calls, in order."""
+    pgctld = _container(_render().pools[0].pod(0)["spec"], "postgres")
+    pooler_dir.mkdir()
+    log, fake = pooler_dir / "calls", pooler_dir / "pgctld"
+    fake.write_text(f'#!/bin/sh\necho "$PGPASSFILE $*" >> {log}\n')
+    fake.chmod(0o755)
+    (pooler_dir / "pg_data").mkdir()
+    if version:
+        (pooler_dir / "pg_data" / "PG_VERSION").write_text("17\n")
+    if sentinel:
+        (pooler_dir / layout.BOOTSTRAP_SENTINEL).write_text("first-backup bootstrap in progress\n")
+    script = pgctld["command"][2].replace(layout.PGCTLD_BIN, str(fake)).replace(layout.POOLER_DIR, str(pooler_dir))
+    subprocess.run(["/bin/sh", "-c", script, str(fake), *pgctld["args"]], env={"PATH": "/usr/bin:/bin"},
+                   check=True, timeout=10)
+    deadline = time.monotonic() + 10  # the early start runs in the background
+    while len(log.read_text().splitlines()) < (2 if version and not sentinel else 1) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.1)
+    return [line.split() for line in sorted(log.read_text().splitlines(), key=lambda x: "server" in x)]
+
+
+def test_the_sidecar_starts_a_data_directory_that_ran_before_then_runs_pgctld(tmp_path):
+    """A restarted pod's PostgreSQL starts with pgctld, not on multipooler's first monitor pass 5 s later."""
+    pooler_dir = tmp_path / "pooler"
+    start, server = _sidecar(pooler_dir, version=True)
+    assert start == [f"{pooler_dir}/pgbackrest/pgbackrest.pgpass", "start", f"--pooler-dir={pooler_dir}",
+                     "--pg-port=5432", "--pg-listen-addresses=*", "--timeout=60"]
+    args = _container(_render().pools[0].pod(0)["spec"], "postgres")["args"]
+    assert server == args  # exec'd as rendered: its own flags name the real pooler directory
+
+
+def test_the_sidecar_leaves_a_new_volume_and_an_interrupted_first_backup_to_multipooler(tmp_path):
+    assert [call[0] for call in _sidecar(tmp_path / "new", version=False)] == ["server"]
+    assert [call[0] for call in _sidecar(tmp_path / "bootstrap", version=True, sentinel=True)] == ["server"]
+
+
 def test_multipooler_args_golden():
     pooler = _container(_render().pools[0].pod(0)["spec"], "multipooler")
     assert pooler["command"] == ["/multigres/bin/multipooler"]
@@ -126,7 +165,7 @@ def test_multipooler_args_golden():
 
 def test_pgctld_args_golden_with_and_without_the_optional_config():
     pgctld = _container(_render().pools[0].pod(0)["spec"], "postgres")
-    assert pgctld["command"] == ["/usr/local/bin/pgctld"]
+    assert pgctld["command"] == ["/bin/sh", "-c", pool_v0_1.EARLY_START_SCRIPT, "/usr/local/bin/pgctld"]
     assert pgctld["args"] == [
         "server",
         "--pooler-dir=/var/lib/pooler",
@@ -218,10 +257,12 @@ def test_every_v0_1_container_names_its_binary():
                                                 for d in _by_kind(desired.objects, "Deployment")]
     binaries = {c["name"]: c.get("command", [None])[0] for spec in pods for c in _containers(spec)}
     assert binaries == {
-        "postgres": "/usr/local/bin/pgctld", "multipooler": "/multigres/bin/multipooler",
+        "postgres": "/bin/sh", "multipooler": "/multigres/bin/multipooler",
         "multiorch": "/multigres/bin/multiorch", "multigateway": "/multigres/bin/multigateway",
         "postgres-exporter": "/bin/postgres_exporter", "standby-on-start": "/bin/sh", "repository-check": "/bin/sh",
     }
+    # The sidecar's shell starts PostgreSQL early, then execs pgctld by its path ($0).
+    assert _container(pods[0], "postgres")["command"][3] == "/usr/local/bin/pgctld"
     era_a = _render(corpus.ERA_A).pools[0].pod(0)["spec"]
     assert "command" not in _container(era_a, "postgres-exporter")  # as the Go operator renders it
 
