@@ -473,11 +473,26 @@ def replacement_phases(watched: Watched, before: dict[str, str]) -> dict[str, di
             **{f"{c} ready": next((e.at for e in successor if c in e.ready_containers), None) for c in CONTAINERS},
             "verdict": next((e.at for e in successor if keys.POD_READINESS_GATE in e.conditions), None),
             "REPLICA+Ready": next((e.at for e in successor if e.ready and e.role == keys.Role.REPLICA), None),
-            "in sync set": next((x.at for x in list(watched.sync.samples) if x.at > born and apps.get(name)
-                                 and listed(x.synchronous_standby_names, apps[name] or "")), None),
+            "in sync set": _added_after(watched, born, apps.get(name) or ""),
         }
         out[name] = {k: None if v is None else round(v - asked, 1) for k, v in moments.items()}
     return out
+
+
+def _added_after(watched: Watched, born: float, app: str) -> float | None:
+    """When the primary's synchronous_standby_names took `app` in after `born`: the first sample that
+    lists it after one that did not. A name listed in every sample since `born` counts as not seen:
+    v0.1.0's new primary lists its whole cohort, the old primary's pooler included, from its election
+    on, before that pooler's successor exists (so it tells nothing about the successor)."""
+    was_out = False
+    for x in list(watched.sync.samples):
+        if x.at <= born or not app:
+            continue
+        if not listed(x.synchronous_standby_names, app):
+            was_out = True
+        elif was_out:
+            return x.at
+    return None
 
 
 def roll_seconds(watched: Watched, before: dict[str, str]) -> float | None:
