@@ -128,16 +128,17 @@ _PG_FLAGS = (f"--pooler-dir={layout.POOLER_DIR}", f"--pg-port={layout.POSTGRES}"
              f"--timeout={layout.PGCTLD_TIMEOUT_SECONDS}")
 # multipooler starts an initialised, stopped PostgreSQL only on its monitor's first pass, 5 s after it
 # starts (a constant in v0.1.0), and the pod is not Ready before PostgreSQL is: 5 of a restarted pod's
-# ~12 s on a real kubelet. So the sidecar starts it at once, exactly as that pass would (`pgctld start`, the same flags
-# and pgctld's PGPASSFILE), in the background so pgctld's endpoints come up meanwhile, and only where
-# that pass would start it: PG_VERSION there (an empty volume is left to initdb or the restore) and no
-# interrupted first backup (multipooler discards that directory). standby-on-start has already run,
-# so a data directory that ran before comes up in recovery. If the start fails, the monitor retries
-# as before; multipooler then finds PostgreSQL running and only reads its role.
+# ~12 s on a real kubelet. So the sidecar starts it at once, exactly as that pass would (`pgctld
+# start`, the same flags and pgctld's PGPASSFILE), in the background so pgctld's endpoints come up
+# meanwhile, and only where that pass would start it: PG_VERSION there (an empty volume is left to
+# initdb or the restore) and no interrupted first backup (multipooler discards that directory).
+# standby-on-start has already run, so a data directory that ran before comes up in recovery. If the
+# start fails, the monitor retries as before; multipooler then finds PostgreSQL running and only reads
+# its role. The binary is the script's $0 (the container's command names it once).
 EARLY_START_SCRIPT = (
     f'if test -f "{layout.PGDATA}/PG_VERSION" && test ! -e "{layout.POOLER_DIR}/{layout.BOOTSTRAP_SENTINEL}"; '
-    f'then PGPASSFILE={layout.PGBACKREST_PGPASS} {shlex.join([layout.PGCTLD_BIN, "start", *_PG_FLAGS])} & fi; '
-    f'exec {layout.PGCTLD_BIN} "$@"')
+    f'then PGPASSFILE={layout.PGBACKREST_PGPASS} "$0" {shlex.join(["start", *_PG_FLAGS])} & fi; '
+    'exec "$0" "$@"')
 
 
 def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:

@@ -484,9 +484,11 @@ def _added_after(watched: Watched, born: float, app: str) -> float | None:
     lists it after one that did not. A name listed in every sample since `born` counts as not seen:
     v0.1.0's new primary lists its whole cohort, the old primary's pooler included, from its election
     on, before that pooler's successor exists (so it tells nothing about the successor)."""
+    if not app:
+        return None
     was_out = False
     for x in list(watched.sync.samples):
-        if x.at <= born or not app:
+        if x.at <= born:
             continue
         if not listed(x.synchronous_standby_names, app):
             was_out = True

@@ -75,7 +75,8 @@ def test_the_sidecars_early_start_flags_parse_in_pgctld(toolchain: Toolchain) ->
     sidecar = next(c for c in _containers() if c["name"] == "postgres")
     start = [w for w in shlex.split(sidecar["command"][2].split(" & ")[0].split("then ", 1)[1])
              if not w.startswith("PGPASSFILE=")]
-    assert Path(start[0]).name == "pgctld" and start[1] == "start", start
+    # "$0": the binary the command names after the script, the one the script then execs as the server.
+    assert start[:2] == ["$0", "start"] and Path(sidecar["command"][3]).name == "pgctld", start
     assert set(start[2:]) <= set(sidecar["args"]), (start, sidecar["args"])  # the server's own values
     run = subprocess.run([str(toolchain.multigres_bin / "pgctld"), *start[1:], "--help"], capture_output=True,
                          text=True, timeout=60, **toolchain.process_kwargs())  # type: ignore[call-overload]

@@ -106,7 +106,7 @@ def _sidecar(pooler_dir: Path, *, version: bool, sentinel: bool = False) -> list
         (pooler_dir / "pg_data" / "PG_VERSION").write_text("17\n")
     if sentinel:
         (pooler_dir / layout.BOOTSTRAP_SENTINEL).write_text("first-backup bootstrap in progress\n")
-    script = pgctld["command"][2].replace(layout.PGCTLD_BIN, str(fake)).replace(layout.POOLER_DIR, str(pooler_dir))
+    script = pgctld["command"][2].replace(layout.POOLER_DIR, str(pooler_dir))
     subprocess.run(["/bin/sh", "-c", script, str(fake), *pgctld["args"]], env={"PATH": "/usr/bin:/bin"},
                    check=True, timeout=10)
     deadline = time.monotonic() + 10  # the early start runs in the background
@@ -261,7 +261,7 @@ def test_every_v0_1_container_names_its_binary():
         "multiorch": "/multigres/bin/multiorch", "multigateway": "/multigres/bin/multigateway",
         "postgres-exporter": "/bin/postgres_exporter", "standby-on-start": "/bin/sh", "repository-check": "/bin/sh",
     }
-    # The sidecar's shell starts PostgreSQL early, then execs pgctld by its path ($0).
+    # The sidecar's shell starts PostgreSQL early, then execs pgctld: its $0, named here.
     assert _container(pods[0], "postgres")["command"][3] == "/usr/local/bin/pgctld"
     era_a = _render(corpus.ERA_A).pools[0].pod(0)["spec"]
     assert "command" not in _container(era_a, "postgres-exporter")  # as the Go operator renders it
