@@ -1,6 +1,6 @@
 """The primary's replacement as a client of the gateway feels it, on real Multigres v0.1.0 (issue #24).
 
-    python -m bench.switchover [--rounds 10]
+    python -m bench.switchover [--rounds 10] [--failover-buffer] [--drain-grace 1s]
 
 One shard of 3 pods under a steady write load through the multigateway (a client's path); every
 pool pod's PostgreSQL is asked `pg_is_in_recovery()` at 5 Hz. Each round deletes the primary's pod
@@ -12,7 +12,10 @@ in which two servers were out of recovery.
 With `--failover-buffer` the shard's multigateway holds statements the old primary refuses during
 the change (spec.multigateway.failoverBuffer) and the rounds start at least 65 s apart: v0.1.0's
 gateway buffers at most one failover a minute (--buffer-min-time-between-failovers). Compare its
-figures with a run without it on the same machine.
+figures with a run without it on the same machine. `--drain-grace` sets the pool's
+multipooler.connectionDrainGracePeriod (the spec's default otherwise): the old primary's drain is the
+first step of every handover, so a run with the old default (1s) beside one with today's shows what it
+costs.
 
 The anchor, measured in the same run on the same shard: the agent restarted with
 `--no-hurry-handover`, so the new primary waits for multiorch's own failover grace (today's path
@@ -105,6 +108,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=10, help="primary replacements per path (default 10)")
     p.add_argument("--failover-buffer", action="store_true",
                    help="enable the multigateway's failover buffer; rounds start 65 s apart")
+    p.add_argument("--drain-grace", metavar="DURATION",
+                   help="the pool's multipooler.connectionDrainGracePeriod (default: the spec's own default)")
     args = p.parse_args()
     spacing_s = BUFFER_SPACING_S if args.failover_buffer else 0.0
     if os.geteuid() != 0:
@@ -118,6 +123,9 @@ def main() -> None:
             shard = stack.sample_shard(replicas=REPLICAS)
             if args.failover_buffer:
                 shard["spec"]["multigateway"]["failoverBuffer"] = {"enabled": True}
+            if args.drain_grace:
+                pool = shard["spec"]["pools"]["default"]
+                pool.setdefault("multipooler", {})["connectionDrainGracePeriod"] = args.drain_grace
             stack.apply_shard(shard)
             stack.wait_serving("play", replicas=REPLICAS, timeout=900)
             gateway = wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
@@ -141,7 +149,8 @@ def main() -> None:
             stack.stop()
     print_context()
     print(f"{args.rounds} primary replacements per path on Multigres v0.1.0, {REPLICAS} pods, writes through the "
-          f"gateway{', failover buffer on' if args.failover_buffer else ''} (whole run "
+          f"gateway{', failover buffer on' if args.failover_buffer else ''}"
+          f"{', drain grace ' + args.drain_grace if args.drain_grace else ''} (whole run "
           f"{time.monotonic() - started:.0f} s); acknowledged writes lost: {len(lost)}")
     print(f"{'path':34}{'p50 s':>8}{'max s':>8}{'2 prim':>8}   client errors")
     print(_row("agent hurries multiorch (default)", hurried))

@@ -214,13 +214,24 @@ class MultiPoolerSettings(ContainerSettings):
              message=f"connectionDrainGracePeriod must be at most {MAX_DRAIN_GRACE_S}s",
              check=lambda m: go_duration_seconds(wire_value(m, "connectionDrainGracePeriod")) <= MAX_DRAIN_GRACE_S,
              field_path=".connectionDrainGracePeriod"),
+        # v0.1.0 reads 0 as "wait for every connection, without bound": one client gone mid-transaction
+        # (its release refused by the stopping pooler) then holds the primary's shutdown for 30 s.
+        Rule(name="connection-drain-grace-period-positive",
+             cel="duration(self.connectionDrainGracePeriod) > duration('0s')",
+             message="connectionDrainGracePeriod must be more than 0s: Multigres v0.1.0 reads 0 as no bound "
+                     "(the pooler would wait for every open transaction before it stops)",
+             check=lambda m: go_duration_seconds(wire_value(m, "connectionDrainGracePeriod")) > 0,
+             field_path=".connectionDrainGracePeriod"),
     )
 
     connection_drain_grace_period: GoDuration = Field(
-        "1s", description="multipooler --connpool-drain-grace-period (Multigres v0.1.0): when the pod stops, how "
-                          "long transactions in flight may finish before their connections are closed. A primary's "
-                          "replacement waits for it before the election starts, so every second here is a second "
-                          "without writes (Multigres' default is 3s). At most 20s.",
+        "200ms", description="multipooler --connpool-drain-grace-period (Multigres v0.1.0): when the pod stops, how "
+                             "long statements already running may finish before the pooler closes their "
+                             "connections. v0.1.0 refuses every new request from SIGTERM on (a transaction's next "
+                             "statement and its COMMIT included), so a transaction open then is rolled back when "
+                             "this ends, however long it is; a primary's replacement waits for it before the "
+                             "election starts, so every second here is a second without writes (Multigres' "
+                             "default is 3s). More than 0s (v0.1.0 reads 0 as no bound), at most 20s.",
     )
 
 

@@ -155,7 +155,7 @@ def test_multipooler_args_golden():
         "--pgbackrest-ca-file=/certs/pgbackrest/ca.crt",
         "--connpool-global-capacity=40",
         "--connpool-admin-capacity=5",
-        "--connpool-drain-grace-period=1s",
+        "--connpool-drain-grace-period=200ms",
         "--log-level=info",
     ]
     assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}} \
@@ -452,20 +452,22 @@ def test_every_example_declares_its_version_and_renders(path):
     assert render.manifests(desired)
 
 
-def test_multipooler_drains_connections_for_one_second_unless_told_otherwise():
-    """Issue #24: the primary's replacement waits for this drain before the election can start."""
+def test_multipooler_drains_connections_for_200ms_unless_told_otherwise():
+    """Issue #24: the primary's replacement waits for this drain before the election can start, and v0.1.0
+    refuses every new request from SIGTERM on, so only statements already running can use it."""
     def drain_args(patch=None):
         pooler = _container(_render(patch).pools[0].pod(0)["spec"], "multipooler")
         return [a for a in pooler["args"] if a.startswith("--connpool-drain-grace-period=")]
 
-    assert drain_args() == ["--connpool-drain-grace-period=1s"]
+    assert drain_args() == ["--connpool-drain-grace-period=200ms"]
     patch = {"pools": {"default": {"multipooler": {"connectionDrainGracePeriod": "2500ms"}}}}
     assert drain_args(patch) == ["--connpool-drain-grace-period=2500ms"]
-    assert drain_args({"pools": {"default": {"multipooler": {"connectionDrainGracePeriod": "0s"}}}}) == [
-        "--connpool-drain-grace-period=0s"]
+    assert drain_args({"pools": {"default": {"multipooler": {"connectionDrainGracePeriod": "1ms"}}}}) == [
+        "--connpool-drain-grace-period=1ms"]
 
 
-@pytest.mark.parametrize("value, problem", [("21s", "at most 20s"), ("1GB", "pattern"), ("-1s", "pattern")])
+@pytest.mark.parametrize("value, problem", [("21s", "at most 20s"), ("1GB", "pattern"), ("-1s", "pattern"),
+                                            ("0s", "more than 0s"), ("0ms", "reads 0 as no bound")])
 def test_a_drain_grace_period_out_of_bounds_is_refused_by_name(value, problem):
     with pytest.raises(model.SpecError) as refused:
         model.load_spec(corpus.spec({"pools": {"default": {"multipooler": {"connectionDrainGracePeriod": value}}}}))
