@@ -1,6 +1,6 @@
 """The primary's replacement as a client of the gateway feels it, on real Multigres v0.1.0 (issue #24).
 
-    python -m bench.switchover [--rounds 10] [--failover-buffer] [--drain-grace 1s]
+    python -m bench.switchover [--rounds 10] [--clients 1] [--failover-buffer] [--drain-grace 1s]
 
 One shard of 3 pods under a steady write load through the multigateway (a client's path); every
 pool pod's PostgreSQL is asked `pg_is_in_recovery()` at 5 Hz. Each round deletes the primary's pod
@@ -15,7 +15,9 @@ gateway buffers at most one failover a minute (--buffer-min-time-between-failove
 figures with a run without it on the same machine. `--drain-grace` sets the pool's
 multipooler.connectionDrainGracePeriod (the spec's default otherwise): the old primary's drain is the
 first step of every handover, so a run with the old default (1s) beside one with today's shows what it
-costs.
+costs. It waits only while a transaction is open at the old primary's SIGTERM, which one client's short
+transactions over the loopback seldom are: `--clients N` runs N write loads at once (each its own
+connection and table), and a gap is then a stretch in which none of them had a write acknowledged.
 
 The anchor, measured in the same run on the same shard: the agent restarted with
 `--no-hurry-handover`, so the new primary waits for multiorch's own failover grace (today's path
@@ -30,6 +32,7 @@ import os
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
@@ -39,7 +42,7 @@ from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 from bench.context import print_context, scratch
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
-from multigres_pools.playground.writeload import RecoverySampler, WriteLoad
+from multigres_pools.playground.writeload import TABLE, RecoverySampler, WriteLoad
 
 REPLICAS = 3
 BUFFER_SPACING_S = 65.0  # v0.1.0's --buffer-min-time-between-failovers is 1 min
@@ -67,7 +70,43 @@ def _longest_gap(ack_times: list[float], start: float, end: float) -> float:
     return max(gaps, default=end - start)
 
 
-def one_round(stack: MultigresStack, load: WriteLoad, recovery: RecoverySampler) -> Round:
+class Clients:
+    """Several write loads at once, each on a table of its own, read as one: the acknowledgements of all
+    of them, so a gap is a stretch in which no client had a write acknowledged. One client's
+    transactions are rarely open at the instant of the primary's SIGTERM; many clients' always are."""
+
+    def __init__(self, count: int, make: Callable[[str], WriteLoad]) -> None:
+        self.loads = [make(TABLE if i == 0 else f"{TABLE}_{i}") for i in range(count)]
+
+    @property
+    def errors(self) -> Counter[str]:
+        return sum((load.errors for load in self.loads), Counter())
+
+    @property
+    def ack_times(self) -> list[float]:
+        return sorted(t for load in self.loads for t in load.ack_times)
+
+    @property
+    def error_texts(self) -> set[str]:
+        return set().union(*(load.error_texts for load in self.loads))
+
+    def start(self) -> None:
+        for load in self.loads:
+            load.start()
+
+    def stop(self) -> None:
+        for load in self.loads:
+            load.stop()
+
+    def wait_for_acks(self, count: int, timeout: float) -> None:
+        for load in self.loads:
+            load.wait_for_acks(count, timeout)
+
+    def missing(self, host: str) -> list[int]:
+        return [ident for load in self.loads for ident in load.missing(host)]
+
+
+def one_round(stack: MultigresStack, load: Clients, recovery: RecoverySampler) -> Round:
     old = wait_for(lambda: _primary_pod(stack), 300, "a pod labelled PRIMARY", interval=0.5)
     errors_before, samples_before = Counter(load.errors), len(recovery.samples)
     started = time.monotonic()
@@ -84,7 +123,7 @@ def one_round(stack: MultigresStack, load: WriteLoad, recovery: RecoverySampler)
     return Round(_longest_gap(list(load.ack_times), started, ended), load.errors - errors_before, len(both))
 
 
-def run_path(stack: MultigresStack, load: WriteLoad, recovery: RecoverySampler, rounds: int,
+def run_path(stack: MultigresStack, load: Clients, recovery: RecoverySampler, rounds: int,
              label: str, spacing_s: float = 0.0) -> list[Round]:
     out = []
     for i in range(rounds):
@@ -108,6 +147,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=10, help="primary replacements per path (default 10)")
     p.add_argument("--failover-buffer", action="store_true",
                    help="enable the multigateway's failover buffer; rounds start 65 s apart")
+    p.add_argument("--clients", type=int, default=1, metavar="N",
+                   help="write loads at once, each with its own connection and table (default 1)")
     p.add_argument("--drain-grace", metavar="DURATION",
                    help="the pool's multipooler.connectionDrainGracePeriod (default: the spec's own default)")
     args = p.parse_args()
@@ -130,8 +171,9 @@ def main() -> None:
             stack.wait_serving("play", replicas=REPLICAS, timeout=900)
             gateway = wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
             password = stack.password("play")
-            load = WriteLoad(find_primary=lambda: gateway, interval=0.01,
-                             dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password))
+            load = Clients(args.clients, lambda table: WriteLoad(
+                find_primary=lambda: gateway, interval=0.01, table=table,
+                dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password)))
             recovery = RecoverySampler(
                 pods=stack.pool_addresses, dsn=lambda host: stack.dsn(host, password=password))
             load.start()
@@ -149,7 +191,8 @@ def main() -> None:
             stack.stop()
     print_context()
     print(f"{args.rounds} primary replacements per path on Multigres v0.1.0, {REPLICAS} pods, writes through the "
-          f"gateway{', failover buffer on' if args.failover_buffer else ''}"
+          f"gateway from {args.clients} client{'s' if args.clients > 1 else ''}"
+          f"{', failover buffer on' if args.failover_buffer else ''}"
           f"{', drain grace ' + args.drain_grace if args.drain_grace else ''} (whole run "
           f"{time.monotonic() - started:.0f} s); acknowledged writes lost: {len(lost)}")
     print(f"{'path':34}{'p50 s':>8}{'max s':>8}{'2 prim':>8}   client errors")
