@@ -204,6 +204,16 @@ class ContainerSettings(SpecModel):
     resources: Resources = Field({}, validate_default=True, description="Requests and limits of this container.")
 
 
+def _positive_interval(name: str, wire: str, why: str = "") -> Rule:
+    """`wire`, a Go duration, is unset or more than zero; `why` says what zero would do, where it matters."""
+    return Rule(
+        name=f"{name}-positive", cel=f"!has(self.{wire}) || duration(self.{wire}) > duration('0s')",
+        message=f"{wire} must be greater than zero" + (f": {why}" if why else ""),
+        check=lambda m: wire_value(m, wire) is None or go_duration_seconds(wire_value(m, wire)) > 0,
+        field_path=f".{wire}",
+    )
+
+
 MAX_DRAIN_GRACE_S = 20  # within multipooler's 30 s --onterm-timeout, with time left to stop PostgreSQL
 
 
@@ -214,14 +224,11 @@ class MultiPoolerSettings(ContainerSettings):
              message=f"connectionDrainGracePeriod must be at most {MAX_DRAIN_GRACE_S}s",
              check=lambda m: go_duration_seconds(wire_value(m, "connectionDrainGracePeriod")) <= MAX_DRAIN_GRACE_S,
              field_path=".connectionDrainGracePeriod"),
-        # v0.1.0 reads 0 as "wait for every connection, without bound": one client gone mid-transaction
-        # (its release refused by the stopping pooler) then holds the primary's shutdown for 30 s.
-        Rule(name="connection-drain-grace-period-positive",
-             cel="duration(self.connectionDrainGracePeriod) > duration('0s')",
-             message="connectionDrainGracePeriod must be more than 0s: Multigres v0.1.0 reads 0 as no bound "
-                     "(the pooler would wait for every open transaction before it stops)",
-             check=lambda m: go_duration_seconds(wire_value(m, "connectionDrainGracePeriod")) > 0,
-             field_path=".connectionDrainGracePeriod"),
+        # One client gone mid-transaction (its release refused by the stopping pooler) would then hold the
+        # primary's shutdown for --onterm-timeout (30 s).
+        _positive_interval("connection-drain-grace-period", "connectionDrainGracePeriod",
+                           "Multigres v0.1.0 reads 0 as no bound (the pooler would wait for every open "
+                           "transaction before it stops)"),
     )
 
     connection_drain_grace_period: GoDuration = Field(
@@ -401,15 +408,6 @@ class Pool(SpecModel):
                     "primary, and a standby the durability policy still needs, are refused (pod condition "
                     "Fenced=False, shard condition FenceRefused). A fenced pod is never counted as a healthy "
                     "replica, nor drained or replaced for being fenced.",
-    )
-
-
-def _positive_interval(name: str, wire: str) -> Rule:
-    return Rule(
-        name=f"{name}-positive", cel=f"!has(self.{wire}) || duration(self.{wire}) > duration('0s')",
-        message=f"{wire} must be greater than zero",
-        check=lambda m: wire_value(m, wire) is None or go_duration_seconds(wire_value(m, wire)) > 0,
-        field_path=f".{wire}",
     )
 
 
