@@ -132,7 +132,7 @@ _PG_FLAGS = (f"--pooler-dir={layout.POOLER_DIR}", f"--pg-port={layout.POSTGRES}"
 # start`, the same flags and pgctld's PGPASSFILE), in the background so pgctld's endpoints come up
 # meanwhile, and only where that pass would start it: PG_VERSION there (an empty volume is left to
 # initdb or the restore) and no interrupted first backup (multipooler discards that directory).
-# standby-on-start has already run, so a data directory that ran before comes up in recovery. If the
+# The start check has already run, so a data directory that ran before comes up in recovery. If the
 # start fails, the monitor retries as before; multipooler then finds PostgreSQL running and only reads
 # its role. The binary is the script's $0 (the container's command names it once).
 EARLY_START_SCRIPT = (
@@ -189,32 +189,21 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
 # stopped: it can tick between the graceful stop and the process exit and start the old primary
 # again, writable, until pgctld stops; the WAL it writes then keeps it from following the new
 # timeline. So the signal is written before SIGTERM (multipooler's preStop) and again before
-# PostgreSQL starts (an init container, for a pod that was not stopped gracefully). As a standby it
+# PostgreSQL starts (the start check, for a pod that was not stopped gracefully). As a standby it
 # is writable nowhere: multiorch points it at the leader, or elects one when every pooler comes
 # back at once. A new volume (no PG_VERSION) is left to initdb or the restore. Every v0.1.0 shard has
 # another pooler to elect: the spec refuses fewer than two (rule v0-1-durability-needs-a-standby).
-STANDBY_SIGNAL_SCRIPT = (f'test -f "$PGDATA/PG_VERSION" && test ! -e "$PGDATA/{layout.STANDBY_SIGNAL}" && '
-                         f': > "$PGDATA/{layout.STANDBY_SIGNAL}"; exit 0')
-_SHELL = ("/bin/sh", "-c", STANDBY_SIGNAL_SCRIPT)
-
-
-def _standby_on_start(ctx: ShardContext, pool: Pool) -> Manifest:
-    return {
-        "name": "standby-on-start",
-        "image": ctx.images.postgres,
-        "imagePullPolicy": ctx.spec.images.image_pull_policy,
-        "command": list(_SHELL),
-        "env": [{"name": "PGDATA", "value": layout.PGDATA}],
-        "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR}],
-        "resources": resources(pool.postgres.resources),
-        "securityContext": container_security(pool.fs_group),
-    }
+MARK_STANDBY = f'test -e "$PGDATA/{layout.STANDBY_SIGNAL}" || : > "$PGDATA/{layout.STANDBY_SIGNAL}"'
+STANDBY_SIGNAL_SCRIPT = f'test -f "$PGDATA/PG_VERSION" && {{ {MARK_STANDBY}; }}; exit 0'
 
 
 def bootstrap_guard(ctx: ShardContext) -> BootstrapGuard | None:
-    """The bootstrap guard of a v0.1.0 shard (state/bootstrap.py): its repository as v0.1.0 names it."""
-    if ctx.version is not keys.MultigresVersion.V0_1_0:
-        return None
+    """The bootstrap guard of a v0.1.0 shard (state/bootstrap.py), None for another version."""
+    return _guard(ctx) if ctx.version is keys.MultigresVersion.V0_1_0 else None
+
+
+def _guard(ctx: ShardContext) -> BootstrapGuard:
+    """The bootstrap guard with the shard's repository as v0.1.0 names it."""
     repo = repository(ctx)
     # A clone starts from the copied backups only: never initdb, whatever `auto` would resolve to.
     mode = keys.Bootstrap.RECOVERY if ctx.spec.backup.clone_from else ctx.spec.backup.bootstrap
@@ -222,19 +211,21 @@ def bootstrap_guard(ctx: ShardContext) -> BootstrapGuard | None:
                           backup_pvc=None if repo.s3 else ctx.name(naming.shard_backup_pvc_name))
 
 
-def _repository_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> Manifest:
-    """Before anything can initdb: on an empty data directory, a pod whose ANN_BOOTSTRAP is not
-    initdb starts only when the repository (a filesystem one mounted read-only; S3 with the pods'
-    own credentials) lists a backup to restore."""
+def _start_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> Manifest:
+    """The one init container before PostgreSQL, both cases in one so the kubelet starts one process
+    (each init container costs a pod start a PLEG listing, up to 1 s on a real node): on a data
+    directory that ran before, it writes the standby signal (above); on an empty one, a pod whose
+    ANN_BOOTSTRAP is not initdb starts only when the repository (a filesystem one mounted read-only;
+    S3 with the pods' own credentials) lists a backup to restore, and nothing is written."""
     return {
         "name": keys.REPOSITORY_CHECK_CONTAINER,
         "image": ctx.images.postgres,
         "imagePullPolicy": ctx.spec.images.image_pull_policy,
-        "command": ["/bin/sh", "-c", bootstrap.check_script(guard)],
+        "command": ["/bin/sh", "-c", bootstrap.check_script(guard, initialised=MARK_STANDBY)],
         "env": [{"name": "PGDATA", "value": layout.PGDATA},
                 field_env(bootstrap.ENV_BOOTSTRAP, f"metadata.annotations['{keys.ANN_BOOTSTRAP}']"),
                 *s3_env(ctx)],
-        "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR, "readOnly": True},
+        "volumeMounts": [{"name": layout.VOL_DATA, "mountPath": layout.POOLER_DIR},
                          *repository_mounts(guard.repository)],
         "resources": resources(pool.postgres.resources),
         "securityContext": container_security(pool.fs_group),
@@ -246,7 +237,5 @@ def pool_containers(ctx: ShardContext, pool_name: str, cell: str,
     """(initContainers, containers) of a v0.1.0 pool pod, without the optional exporter."""
     pool = ctx.spec.pools[pool_name]
     pooler = _multipooler(ctx, pool, pool_name, cell, service_id)
-    guard = bootstrap_guard(ctx)
-    check = [_repository_check(ctx, pool, guard)] if guard is not None else []
-    pooler["lifecycle"] = {"preStop": {"exec": {"command": list(_SHELL)}}}
-    return [*check, _standby_on_start(ctx, pool), _pgctld(ctx, pool)], [pooler]
+    pooler["lifecycle"] = {"preStop": {"exec": {"command": ["/bin/sh", "-c", STANDBY_SIGNAL_SCRIPT]}}}
+    return [_start_check(ctx, pool, _guard(ctx)), _pgctld(ctx, pool)], [pooler]

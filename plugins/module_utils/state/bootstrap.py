@@ -12,7 +12,8 @@ wrong repository from a new shard, so the pool pod is told, and checks before Po
   with whenDeleted Retain, the default), and to `initdb` before.
 - The resolved value is the pod annotation keys.ANN_BOOTSTRAP (the planner patches it in place, it is
   no part of the spec hash), read by the first init container, keys.REPOSITORY_CHECK_CONTAINER,
-  through the downward API when it starts. On a data directory without PG_VERSION and a value other
+  through the downward API when it starts (on a data directory that ran before it only writes the
+  standby signal, render/pool_v0_1.py). On a data directory without PG_VERSION and a value other
   than `initdb`, it runs `pgbackrest info` on the repository, mounted read-only, and exits
   EXIT_NO_BACKUP when it lists no backup (EXIT_UNREADABLE when pgbackrest fails): the kubelet
   restarts it with back-off and pgctld, PostgreSQL and multipooler never start. Nothing is written.
@@ -77,14 +78,15 @@ def effective(mode: str, recorded: str | None) -> keys.Bootstrap:
     return keys.Bootstrap(mode)
 
 
-def check_script(guard: Guard) -> str:
-    """The init container's shell: exit 0 lets the pod start (data present, initdb allowed, or a
-    backup to restore); EXIT_NO_BACKUP / EXIT_UNREADABLE hold it, with one line on stderr."""
+def check_script(guard: Guard, *, initialised: str) -> str:
+    """The init container's shell: exit 0 lets the pod start (data present, after running the shell
+    `initialised` on it; initdb allowed; or a backup to restore); EXIT_NO_BACKUP / EXIT_UNREADABLE hold
+    it, with one line on stderr. On an empty data directory it writes nothing."""
     repo = guard.repository
     info = (f"pgbackrest {repo.arguments()} "
             "--log-level-console=off --log-level-stderr=error --log-level-file=off info --output=json")
     return (
-        'test -f "$PGDATA/PG_VERSION" && exit 0; '
+        f'test -f "$PGDATA/PG_VERSION" && {{ {initialised}; exit 0; }}; '
         f'test "${ENV_BOOTSTRAP}" = {keys.Bootstrap.INITDB} && exit 0; '
         f'{repo.key_setup()}out=$({info} 2>&1) || {{ '
         f'echo "{keys.REPOSITORY_CHECK_CONTAINER}: pgbackrest info failed: $out" >&2; exit {EXIT_UNREADABLE}; }}; '

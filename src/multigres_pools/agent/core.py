@@ -48,6 +48,7 @@ class Agent:
         self._locks: dict[ShardRef, threading.Lock] = {}
         self._known: set[ShardRef] = set()
         self._settling: set[ShardRef] = set()  # their last pass saw a pod in motion (settling.py)
+        self._waiting: set[ShardRef] = set()  # a pass waits for the shard's lock and has read nothing yet
         self._crs: dict[tuple[str, str], float] = {}  # (ns, name) -> last backup check
         self._registered: dict[tuple[str, ...], tuple[float, object]] = {}
         # Topologies a MultigresShard's deletion cleaned up -> that shard's uid (see _maybe_register).
@@ -169,9 +170,17 @@ class Agent:
         if not self.is_leader():
             return []
         with self._guard:
+            if ref in self._waiting:
+                # That pass starts after this call and reads the pods and the topology afresh, so a second
+                # one would only repeat it: a burst of events (the agent's own writes among them) costs
+                # one pass behind the running one, not one each.
+                return []
+            self._waiting.add(ref)
             lock = self._locks.setdefault(ref, threading.Lock())
         views: list[ShardView] = []
         with lock, self._leader_only():
+            with self._guard:
+                self._waiting.discard(ref)
             try:
                 views = self._reconcile(ref)
                 self.last_error = ""

@@ -401,8 +401,8 @@ def test_scale_up_down_roll_and_kubectl_delete_lose_nothing(watched: Watched) ->
     primary_uid = next(uid for uid, name in before_roll.items() if name == primary.pod)
     generation = apply(stack, lambda spec: spec.setdefault("logLevels", {}).update(multipooler="debug"))
     wait_converged(stack, generation)
-    # The old primary comes back on its volume in recovery (standby-on-start, issue #24): never a
-    # second writable server, so the shard converges instead of waiting on multiorch's demotion.
+    # The old primary comes back on its volume in recovery (repository-check writes standby.signal, issue
+    # #24): never a second writable server, so the shard converges instead of waiting on multiorch's demotion.
     stack.wait_serving(SHARD, replicas=3, timeout=600)
     names.update(app_names(stack))
     seen.update(uids(stack))

@@ -44,7 +44,7 @@ def _containers() -> list[dict]:
     specs = [desired.pools[0].pod(0)["spec"]]
     specs += [o["spec"]["template"]["spec"] for o in desired.objects if o["kind"] == "Deployment"]
     return [c for spec in specs for c in [*spec.get("initContainers", []), *spec["containers"]]
-            if c["name"] not in ("postgres-exporter", "standby-on-start",  # not Multigres binaries
+            if c["name"] not in ("postgres-exporter",  # not Multigres binaries
                                  keys.REPOSITORY_CHECK_CONTAINER)]
 
 

@@ -3,6 +3,8 @@ leaves the settle set once its pods have settled (settling.py)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -102,6 +104,55 @@ def test_a_shard_gets_settle_passes_until_its_pods_settle(tmp_path: Path) -> Non
     agent.settle()
     agent.settle()
     assert passes == ["moving", "settled", "moving", "moving"]
+
+
+def _until(check: Any) -> None:
+    deadline = time.monotonic() + 10
+    while not check():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_a_burst_of_events_costs_one_pass_behind_the_running_one(tmp_path: Path) -> None:
+    """Events that arrive while a shard's pass runs queue one pass, which reads everything afresh when
+    it starts; an event after that pass began queues the next."""
+    agent = build(["--standalone", "--kubeconfig", _kubeconfig(tmp_path)]).agent
+    agent.ctx.clock = lambda: NOW
+    ref = ("ns", ())
+    started = [threading.Event() for _ in range(3)]
+    release = [threading.Event() for _ in range(3)]
+    passes: list[int] = []
+
+    def one_pass(_ref: Any) -> list[Any]:
+        n = len(passes)
+        passes.append(n)
+        started[n].set()
+        assert release[n].wait(10)
+        return []
+
+    agent._reconcile = one_pass  # type: ignore[method-assign]  # the data plane's part is not under test
+
+    def event() -> threading.Thread:
+        thread = threading.Thread(target=agent.reconcile, args=(ref,))
+        thread.start()
+        return thread
+
+    threads = [event()]
+    assert started[0].wait(10)
+    threads += [event() for _ in range(3)]  # a burst while the first pass runs
+    _until(lambda: ref in agent._waiting)
+    _until(lambda: sum(t.is_alive() for t in threads) == 2)  # the others returned: the waiting pass covers them
+    release[0].set()
+    assert started[1].wait(10)
+    threads.append(event())  # after the second pass began: it may have read too early
+    _until(lambda: ref in agent._waiting)
+    assert not started[2].is_set()
+    release[1].set()
+    assert started[2].wait(10)
+    release[2].set()
+    for thread in threads:
+        thread.join(10)
+    assert passes == [0, 1, 2]
 
 
 def test_the_intervals_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

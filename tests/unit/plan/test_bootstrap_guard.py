@@ -113,17 +113,21 @@ def test_initdb_and_a_data_directory_that_exists_are_let_through_without_reading
         tmp_path: Path) -> None:
     assert _run(tmp_path, B.INITDB, info_exit=41).returncode == 0
     assert not (tmp_path / "args").exists()
+    assert list((tmp_path / "pg_data").iterdir()) == []  # an empty data directory is left to initdb
     os.remove(tmp_path / "bin" / "pgbackrest")
     (tmp_path / "bin").rmdir()
     (tmp_path / "pg_data").rmdir()
     assert _run(tmp_path, B.RECOVERY, pg_version=True, info_exit=41).returncode == 0
     assert not (tmp_path / "args").exists()
+    assert (tmp_path / "pg_data" / layout.STANDBY_SIGNAL).is_file()  # one that ran starts in recovery
 
 
-def test_the_check_mounts_both_volumes_read_only_and_reads_the_annotation() -> None:
+def test_the_check_mounts_the_repository_read_only_and_reads_the_annotation() -> None:
     spec = render.desired_state(model.load_spec(corpus.spec()), "db").pools[0].pod(0)
     check = next(c for c in spec["spec"]["initContainers"] if c["name"] == keys.REPOSITORY_CHECK_CONTAINER)
-    assert all(m["readOnly"] for m in check["volumeMounts"])
+    data, *repository = check["volumeMounts"]
+    assert data["name"] == layout.VOL_DATA and not data.get("readOnly")  # for the standby signal
+    assert repository and all(m["readOnly"] for m in repository)
     (env,) = [e for e in check["env"] if e["name"] == bootstrap.ENV_BOOTSTRAP]
     assert env["valueFrom"]["fieldRef"]["fieldPath"] == f"metadata.annotations['{keys.ANN_BOOTSTRAP}']"
     assert spec["metadata"]["annotations"][keys.ANN_BOOTSTRAP] == B.INITDB  # render alone: auto, no evidence
@@ -138,7 +142,6 @@ def test_s3_repositories_are_checked_with_the_pods_credentials_and_no_volume() -
     pod = desired_s3.pools[0].pod(0)
     check = next(c for c in pod["spec"]["initContainers"] if c["name"] == keys.REPOSITORY_CHECK_CONTAINER)
     assert [m["name"] for m in check["volumeMounts"]] == [layout.VOL_DATA]
-    assert check["volumeMounts"][0]["readOnly"]
     env = {e["name"]: e for e in check["env"]}
     assert env["AWS_REGION"]["value"] == "eu-west-1"
     assert env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {"name": "aws", "key": "AWS_ACCESS_KEY_ID"}

@@ -51,7 +51,7 @@ def _deployment(desired, component, cell="zone1"):
 def test_v0_1_is_the_default_with_pgctld_as_the_sidecar():
     spec = _render().pools[0].pod(0)["spec"]
     assert [(c["name"], c.get("restartPolicy")) for c in spec["initContainers"]] == [
-        ("repository-check", None), ("standby-on-start", None), ("postgres", "Always")]
+        ("repository-check", None), ("postgres", "Always")]
     assert [(c["name"], c.get("restartPolicy")) for c in spec["containers"]] == [
         ("multipooler", None), ("postgres-exporter", None)]
     assert spec["terminationGracePeriodSeconds"] == 45
@@ -60,36 +60,40 @@ def test_v0_1_is_the_default_with_pgctld_as_the_sidecar():
     assert spec["hostname"] == POD0 and spec["subdomain"] == HEADLESS
 
 
-def _standby_on_start(pgdata: Path) -> None:
-    """Run the init container's command as its shell would, with PGDATA pointing at `pgdata`."""
-    init = _container(_render().pools[0].pod(0)["spec"], "standby-on-start")
-    assert init["env"] == [{"name": "PGDATA", "value": layout.PGDATA}]
-    assert {m["mountPath"] for m in init["volumeMounts"]} == {layout.POOLER_DIR}
-    assert init["image"] == _container(_render().pools[0].pod(0)["spec"], "postgres")["image"]
-    subprocess.run(init["command"], env={"PGDATA": str(pgdata), "PATH": "/usr/bin:/bin"}, check=True, timeout=10)
+def _start_check(pgdata: Path) -> None:
+    """Run the first init container's command as its shell would, with PGDATA pointing at `pgdata` and
+    initdb allowed (the repository side is tests/unit/plan/test_bootstrap_guard.py)."""
+    spec = _render().pools[0].pod(0)["spec"]
+    init = spec["initContainers"][0]
+    assert {"name": "PGDATA", "value": layout.PGDATA} in init["env"]
+    data = next(m for m in init["volumeMounts"] if m["mountPath"] == layout.POOLER_DIR)
+    assert not data.get("readOnly")  # it writes the standby signal there
+    assert init["image"] == _container(spec, "postgres")["image"]
+    subprocess.run(init["command"], env={"PGDATA": str(pgdata), "PATH": "/usr/bin:/bin", "BOOTSTRAP": "initdb"},
+                   check=True, timeout=10)
 
 
-def test_a_data_directory_that_ran_before_starts_in_recovery(tmp_path):
-    """Issue #24: an old primary's pod, recreated on its volume, must not start PostgreSQL writable."""
+def _pre_stop(pgdata: Path) -> None:
+    command = _container(_render().pools[0].pod(0)["spec"], "multipooler")["lifecycle"]["preStop"]["exec"]["command"]
+    subprocess.run(command, env={"PGDATA": str(pgdata), "PATH": "/usr/bin:/bin"}, check=True, timeout=10)
+
+
+@pytest.mark.parametrize("run", [_start_check, _pre_stop], ids=["start-check", "pre-stop"])
+def test_a_data_directory_that_ran_before_starts_in_recovery(tmp_path, run):
+    """Issue #24: an old primary's pod, recreated on its volume, must not start PostgreSQL writable; and
+    multipooler's monitor may restart PostgreSQL after its graceful stop, so preStop writes it too."""
     (tmp_path / "PG_VERSION").write_text("17\n")
-    _standby_on_start(tmp_path)
+    run(tmp_path)
     assert (tmp_path / layout.STANDBY_SIGNAL).is_file()
 
 
-def test_multipooler_writes_the_signal_before_its_sigterm():
-    """The same script before SIGTERM: multipooler's monitor may restart PostgreSQL after its graceful stop."""
-    spec = _render().pools[0].pod(0)["spec"]
-    pre_stop = _container(spec, "multipooler")["lifecycle"]["preStop"]["exec"]["command"]
-    assert pre_stop == _container(spec, "standby-on-start")["command"]
-    assert [c["name"] for c in spec["initContainers"]] == ["repository-check", "standby-on-start", "postgres"]
-
-
-def test_a_new_volume_and_a_standby_are_left_as_they_are(tmp_path):
-    _standby_on_start(tmp_path)  # empty: initdb or a restore fills it
+@pytest.mark.parametrize("run", [_start_check, _pre_stop], ids=["start-check", "pre-stop"])
+def test_a_new_volume_and_a_standby_are_left_as_they_are(tmp_path, run):
+    run(tmp_path)  # empty: initdb or a restore fills it
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "PG_VERSION").write_text("17\n")
     (tmp_path / layout.STANDBY_SIGNAL).write_text("kept")
-    _standby_on_start(tmp_path)
+    run(tmp_path)
     assert (tmp_path / layout.STANDBY_SIGNAL).read_text() == "kept"
 
 
@@ -259,7 +263,7 @@ def test_every_v0_1_container_names_its_binary():
     assert binaries == {
         "postgres": "/bin/sh", "multipooler": "/multigres/bin/multipooler",
         "multiorch": "/multigres/bin/multiorch", "multigateway": "/multigres/bin/multigateway",
-        "postgres-exporter": "/bin/postgres_exporter", "standby-on-start": "/bin/sh", "repository-check": "/bin/sh",
+        "postgres-exporter": "/bin/postgres_exporter", "repository-check": "/bin/sh",
     }
     # The sidecar's shell starts PostgreSQL early, then execs pgctld: its $0, named here.
     assert _container(pods[0], "postgres")["command"][3] == "/usr/local/bin/pgctld"

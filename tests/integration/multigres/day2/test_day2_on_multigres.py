@@ -430,7 +430,7 @@ def test_a_standby_promoted_by_hand_is_kept_unready_until_replaced(watched: Watc
     assert events_about(stack, keys.ShardCondition.WRITABLE_STANDBY, victim), "a Warning event on the pod"
     watched.load.wait_for_acks(50, timeout=120)  # the leader still takes writes
 
-    # Recreated on its volume, it starts in recovery (standby-on-start): the gate is True again.
+    # Recreated on its volume, it starts in recovery (the start check writes standby.signal): the gate is True again.
     kube = stack.kube()
     try:
         kube.delete("v1", "Pod", stack.namespace, victim)
