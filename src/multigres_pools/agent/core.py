@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from typing import cast
 
@@ -178,9 +179,11 @@ class Agent:
             self._waiting.add(ref)
             lock = self._locks.setdefault(ref, threading.Lock())
         views: list[ShardView] = []
+        asked = time.monotonic()
         with lock, self._leader_only():
             with self._guard:
                 self._waiting.discard(ref)
+            started = time.monotonic()
             try:
                 views = self._reconcile(ref)
                 self.last_error = ""
@@ -196,6 +199,10 @@ class Agent:
             finally:
                 self.passes += 1
                 self._note_motion(ref, views)  # a failed pass waits for the periodic round
+                # Where a step's latency goes (--log-level DEBUG): behind the running pass, or in this one.
+                self.ctx.log.debug("shard pass", extra={
+                    "namespace": ref[0], "shard": dict(ref[1]).get(keys.LABEL_SHARD),
+                    "waited_s": round(started - asked, 3), "took_s": round(time.monotonic() - started, 3)})
         return []  # refused: leadership in doubt
 
     def settle(self) -> None:
