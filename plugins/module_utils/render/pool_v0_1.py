@@ -193,8 +193,8 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
 # is writable nowhere: multiorch points it at the leader, or elects one when every pooler comes
 # back at once. A new volume (no PG_VERSION) is left to initdb or the restore. Every v0.1.0 shard has
 # another pooler to elect: the spec refuses fewer than two (rule v0-1-durability-needs-a-standby).
-MARK_STANDBY = f'test -e "$PGDATA/{layout.STANDBY_SIGNAL}" || : > "$PGDATA/{layout.STANDBY_SIGNAL}"'
-STANDBY_SIGNAL_SCRIPT = f'test -f "$PGDATA/PG_VERSION" && {{ {MARK_STANDBY}; }}; exit 0'
+_MARK_STANDBY = f'test -e "$PGDATA/{layout.STANDBY_SIGNAL}" || : > "$PGDATA/{layout.STANDBY_SIGNAL}"'
+STANDBY_SIGNAL_SCRIPT = f'test -f "$PGDATA/PG_VERSION" && {{ {_MARK_STANDBY}; }}; exit 0'
 
 
 def bootstrap_guard(ctx: ShardContext) -> BootstrapGuard | None:
@@ -221,7 +221,7 @@ def _start_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> Manife
         "name": keys.REPOSITORY_CHECK_CONTAINER,
         "image": ctx.images.postgres,
         "imagePullPolicy": ctx.spec.images.image_pull_policy,
-        "command": ["/bin/sh", "-c", bootstrap.check_script(guard, initialised=MARK_STANDBY)],
+        "command": ["/bin/sh", "-c", bootstrap.check_script(guard, initialised=_MARK_STANDBY)],
         "env": [{"name": "PGDATA", "value": layout.PGDATA},
                 field_env(bootstrap.ENV_BOOTSTRAP, f"metadata.annotations['{keys.ANN_BOOTSTRAP}']"),
                 *s3_env(ctx)],
