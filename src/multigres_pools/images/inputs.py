@@ -48,9 +48,15 @@ def file(name: str, source: Path, mode: int | None = None) -> Input:
     return Input(name, digest([source.read_bytes()]) if source.is_file() else f"missing:{source}", write)
 
 
+# What building a source folder in place leaves in it (pip builds a local project there, setuptools
+# writes build/ and *.egg-info): not source, so neither keyed nor copied. A test that pip-installed the
+# Ansible Operator's event plugin from the Go module cache once changed the key of three images.
+BUILD_LEFTOVERS = ("__pycache__", "build", "*.egg-info")
+
+
 def tree(name: str, source: Path) -> Input:
-    return Input(name, tree_digest(source), lambda path: shutil.copytree(source, path,
-                                                                         ignore=shutil.ignore_patterns("__pycache__")))
+    return Input(name, tree_digest(source, skip=BUILD_LEFTOVERS),
+                 lambda path: shutil.copytree(source, path, ignore=shutil.ignore_patterns(*BUILD_LEFTOVERS)))
 
 
 def source_key(repo: Path, names: tuple[str, ...]) -> str:

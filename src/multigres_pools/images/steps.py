@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import shutil
 import subprocess
@@ -51,9 +52,11 @@ def digest(parts: Iterable[bytes | str]) -> str:
 
 
 def tree_digest(root: Path, *, skip: tuple[str, ...] = ("__pycache__",)) -> str:
-    """A content key over every file below root (relative path and bytes), links followed."""
+    """A content key over every file below root (relative path and bytes), links followed; a path
+    with a part matching a `skip` pattern (fnmatch) is left out."""
     parts: list[bytes | str] = []
     for path in sorted(root.rglob("*")):
-        if path.is_file() and not any(part in skip for part in path.relative_to(root).parts):
+        names = path.relative_to(root).parts
+        if path.is_file() and not any(fnmatch.fnmatch(name, pattern) for name in names for pattern in skip):
             parts += [path.relative_to(root).as_posix(), path.read_bytes()]
     return digest(parts)

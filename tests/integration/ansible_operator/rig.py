@@ -10,13 +10,16 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
 from multigres_pools.ansible_operator_image import ansible_core_pin
 from multigres_pools.images.catalog import OPERATOR_BASE_SOURCES, base_pins
+from multigres_pools.images.inputs import BUILD_LEFTOVERS
+from multigres_pools.images.steps import tree_digest
 from multigres_pools.playground import ansible_operator
 from multigres_pools.playground.localstack import free_port
-from tests.helpers.collection import REPO, build_collection, cached_venv
+from tests.helpers.collection import REPO, VENV_CACHE, build_collection, cached_venv
 
 RUNNER_DIR = Path("/tmp/ansible-operator/runner")  # where ansible-operator writes ansible-runner's inputs
 # Each run's event socket: a fixed path in the operator's code (runner/eventapi), not under TMPDIR; a
@@ -30,9 +33,28 @@ def operator_python() -> Path:
     meta/requirements.txt, which upgrade some of the base's packages). Built once per machine
     (tests/helpers/collection.py)."""
     module = ansible_operator.module_dir()
-    base = [*base_pins(module), str(module / OPERATOR_BASE_SOURCES / "ansible_runner_http")]
+    base = [*base_pins(module), str(_plugin_source(module))]
     ours = (ansible_core_pin(REPO), "-r", str(REPO / "meta" / "requirements.txt"))
     return cached_venv(*base, over=ours) / "bin" / "python"
+
+
+def _plugin_source(module: Path) -> Path:
+    """The event plugin's source copied out of the Go module cache, once per content: pip builds a
+    local project in place (build/, *.egg-info), and that folder is an input of the Ansible Operator
+    base image, which must not change because a test ran."""
+    source = module / OPERATOR_BASE_SOURCES / "ansible_runner_http"
+    copy = VENV_CACHE / f"ansible-runner-http-{tree_digest(source, skip=BUILD_LEFTOVERS)[:16]}"
+    if not copy.exists():
+        VENV_CACHE.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{copy.name}.", dir=VENV_CACHE))
+        # copyfile, not copy2: the module cache's files are read-only and the build writes beside them.
+        shutil.copytree(source, staging / "src", copy_function=shutil.copyfile,
+                        ignore=shutil.ignore_patterns(*BUILD_LEFTOVERS))
+        (staging / "src").chmod(0o755)
+        with contextlib.suppress(OSError):  # another session made it first
+            (staging / "src").rename(copy)
+        shutil.rmtree(staging, ignore_errors=True)
+    return copy
 
 
 def install(root: Path, python: Path) -> Path:

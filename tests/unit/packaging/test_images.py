@@ -172,6 +172,27 @@ def test_the_content_key_follows_every_input(tmp_path: Path) -> None:
     assert key() != first
 
 
+def test_a_source_folder_is_keyed_and_copied_without_what_building_it_in_place_leaves(tmp_path: Path) -> None:
+    """pip builds a local project in place: its build/, *.egg-info and __pycache__ neither change
+    the key (three Ansible Operator images were once rebuilt because a test had installed the event
+    plugin from the Go module cache) nor reach the build context; a source change does."""
+    source = tmp_path / "plugin"
+    (source / "pkg").mkdir(parents=True)
+    (source / "setup.py").write_text("setup()\n")
+    (source / "pkg" / "events.py").write_text("X = 1\n")
+    pristine = inputs.tree("plugin", source).key
+    for leftover in ("build/lib/pkg/events.py", "plugin.egg-info/SOURCES.txt", "pkg/__pycache__/events.pyc"):
+        (source / leftover).parent.mkdir(parents=True, exist_ok=True)
+        (source / leftover).write_text("made by a build\n")
+    item = inputs.tree("plugin", source)
+    assert item.key == pristine
+    item.write(tmp_path / "context")
+    copied = sorted(p.relative_to(tmp_path / "context").as_posix() for p in (tmp_path / "context").rglob("*"))
+    assert copied == ["pkg", "pkg/events.py", "setup.py"]
+    (source / "pkg" / "events.py").write_text("X = 2\n")
+    assert inputs.tree("plugin", source).key != pristine
+
+
 def test_a_missing_tool_names_the_step() -> None:
     with pytest.raises(ImageBuildError, match=r"^make the thing: no-such-builder not found on PATH"):
         run(["no-such-builder", "bud"], "make the thing")
