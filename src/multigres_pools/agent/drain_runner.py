@@ -20,6 +20,11 @@ from .drain import Decision, Effect, Facts, Guard, Need, decide
 from .kube import now_rfc3339
 
 MAX_STEPS = 24
+# A deleted pod's multipooler stops on its own; telling it INELIGIBLE first only closes a window. Once it
+# has exited, a call to its vanished address waits out the whole RPC timeout (the kubelet removed its
+# network; the node still resolves the address to its old MAC): 10 s of finalizer, pod and pass on the
+# real node. A live one answers in milliseconds.
+LEAVING_POOLER_TIMEOUT_S = 2.0
 _PRIMARY_EXIT = {
     False: "it leaves through multiorch failover once the pod is deleted",
     # v0.1.0: the kubelet's SIGTERM makes its multipooler INELIGIBLE, which multiorch replaces at once.
@@ -361,7 +366,7 @@ def finalize(ctx: Context, view: ShardView, pod: Manifest) -> bool:
                     # first, or multiorch re-adds an ELIGIBLE standby right after our REMOVE. One
                     # that is already gone cannot be told and is not re-added: remove it regardless.
                     try:
-                        plane.make_ineligible(own)
+                        plane.make_ineligible(own, timeout_s=LEAVING_POOLER_TIMEOUT_S)
                     except DataPlaneError as exc:
                         if exc.reason is not RefusalReason.POOLER_UNREACHABLE:
                             raise

@@ -384,12 +384,13 @@ class DataPlane(abc.ABC):
         """Take a backup on `pooler` (the RPC returns when pgBackRest is done); returns the backup id.
         `timeout_s` replaces the adapter's RPC timeout (a base backup takes longer than a status call)."""
 
-    def standby_state(self, pooler: Pooler) -> StandbyState:
+    def standby_state(self, pooler: Pooler, timeout_s: float | None = None) -> StandbyState:
         """The pooler's own eligibility and replication state (only with supports_eligibility)."""
         raise NotImplementedError(f"Multigres {self.version} publishes no cohort eligibility")
 
-    def make_ineligible(self, pooler: Pooler) -> None:
-        """Make a standby refuse cohort membership until make_eligible (only with supports_eligibility)."""
+    def make_ineligible(self, pooler: Pooler, timeout_s: float | None = None) -> None:
+        """Make a standby refuse cohort membership until make_eligible (only with supports_eligibility);
+        `timeout_s` replaces the adapter's RPC timeout for each call."""
         raise NotImplementedError(f"Multigres {self.version} has no cohort eligibility")
 
     def make_eligible(self, pooler: Pooler) -> None:

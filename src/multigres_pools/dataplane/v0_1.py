@@ -315,9 +315,10 @@ class V0_1(EtcdTopologyPlane):
         except grpc.RpcError as exc:
             raise classify_rpc_error(exc, primary) from exc
 
-    def status(self, pooler: Pooler, primary: bool = True) -> mpd.StatusResponse:
+    def status(self, pooler: Pooler, primary: bool = True, timeout_s: float | None = None) -> mpd.StatusResponse:
         """The manager's Status (works before the manager is ready)."""
-        response = self._call(pooler, MANAGER + "Status", mpd.StatusRequest(), mpd.StatusResponse, primary)
+        response = self._call(pooler, MANAGER + "Status", mpd.StatusRequest(), mpd.StatusResponse, primary,
+                              timeout_s)
         check_status_schema(response)
         check_identity(pooler, response)
         return response
@@ -409,8 +410,8 @@ class V0_1(EtcdTopologyPlane):
         raise last or DataPlaneError(RefusalReason.RULE_CONFLICT, "no attempt made")
 
     # --- the standby itself ----------------------------------------------------------------------------
-    def standby_state(self, pooler: Pooler) -> StandbyState:
-        response = self.status(pooler, primary=False)
+    def standby_state(self, pooler: Pooler, timeout_s: float | None = None) -> StandbyState:
+        response = self.status(pooler, primary=False, timeout_s=timeout_s)
         repl = response.status.replication_status
         signal = response.availability_status.cohort_eligibility_status.signal
         return StandbyState(
@@ -421,13 +422,14 @@ class V0_1(EtcdTopologyPlane):
                                and response.consensus_status.replication_primary.primary.postgres_port),
         )
 
-    def make_ineligible(self, pooler: Pooler) -> None:
+    def make_ineligible(self, pooler: Pooler, timeout_s: float | None = None) -> None:
         """StopReplication(RECEIVER_ONLY): the pooler clears primary_conninfo and reports INELIGIBLE, so
         multiorch removes it from the cohort and never re-adds it; not persisted (a restart undoes it)."""
-        if self.standby_state(pooler).eligibility is Eligibility.INELIGIBLE:
+        if self.standby_state(pooler, timeout_s).eligibility is Eligibility.INELIGIBLE:
             return
         request = mpd.StopReplicationRequest(mode=mpd.REPLICATION_PAUSE_MODE_RECEIVER_ONLY, wait=True)
-        self._call(pooler, MANAGER + "StopReplication", request, mpd.StopReplicationResponse, primary=False)
+        self._call(pooler, MANAGER + "StopReplication", request, mpd.StopReplicationResponse, primary=False,
+                   timeout_s=timeout_s)
 
     def make_eligible(self, pooler: Pooler) -> None:
         """StartReplication clears the manual stop; multiorch then reconnects it and adds it back."""

@@ -19,6 +19,7 @@ from multigres_pools.dataplane.base import (
     Durability,
     Leadership,
     Orchestrator,
+    Pooler,
     PoolerId,
     RefusalReason,
     ShardTopology,
@@ -27,10 +28,11 @@ from multigres_pools.dataplane.base import (
 )
 from multigres_pools.dataplane.era_a import EraA
 from multigres_pools.dataplane.etcd import Etcd
-from multigres_pools.dataplane.v0_1 import ORCH, V0_1
+from multigres_pools.dataplane.v0_1 import MANAGER, ORCH, V0_1
 from multigres_pools.playground.era_a_double import MultipoolerPeer
 from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
 from multigres_pools.proto.gen.v0_1 import multiorchdata_pb2 as mod
+from multigres_pools.proto.gen.v0_1 import multipoolermanagerdata_pb2 as mpd
 
 
 def _topo(endpoint: str, root: str) -> ShardTopology:
@@ -186,4 +188,36 @@ def test_a_multiorch_still_electing_after_three_seconds_is_waited_for(v01) -> No
         assert v01.trigger_recovery(Orchestrator("zone1", "orch-1", "127.0.0.1", port)) == ("ReplicaNotReplicating",)
         assert received.is_set()
     finally:
+        server.stop(grace=None)
+
+
+def test_a_short_deadline_bounds_telling_a_stopping_pooler_ineligible(v01) -> None:
+    """The finalizer path tells a deleted pod's pooler INELIGIBLE with a deadline of its own: once that
+    pooler has exited, a call to its vanished address waited out the whole RPC timeout (10 s of the
+    pod's deletion on the real node). The call carries the short deadline and ends as unreachable."""
+    deadlines: list[float] = []
+    release = threading.Event()
+
+    def stopping(request: mpd.StatusRequest, context: grpc.ServicerContext) -> mpd.StatusResponse:
+        deadlines.append(context.time_remaining())
+        release.wait(10)  # never answers within the caller's deadline
+        return mpd.StatusResponse()
+
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(MANAGER.strip("/"), {
+        "Status": grpc.unary_unary_rpc_method_handler(stopping, mpd.StatusRequest.FromString,
+                                                      mpd.StatusResponse.SerializeToString)})])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    pooler = Pooler(PoolerId("zone1", "p-1"), keys.Role.REPLICA, "127.0.0.1", port, "postgres",
+                                   "default", "0-inf", "/k")
+    try:
+        with pytest.raises(DataPlaneError) as refused:
+            v01.make_ineligible(pooler, timeout_s=0.2)
+        assert refused.value.reason is RefusalReason.POOLER_UNREACHABLE, refused.value
+        assert "DEADLINE_EXCEEDED" in refused.value.message
+        # The fixture's adapter has a 3 s RPC timeout: the call carried the short one instead.
+        assert len(deadlines) == 1 and 0 < deadlines[0] <= 0.2
+    finally:
+        release.set()
         server.stop(grace=None)
