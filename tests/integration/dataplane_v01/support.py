@@ -51,8 +51,8 @@ def _eligibility(dp: V0_1, pooler: Pooler) -> Eligibility | None:
 
 
 def make_healthy(shard: ProvisionedShard, dp: V0_1) -> Pooler:
-    """Undo what earlier tests left: every pooler runs, is ELIGIBLE and has its record, and the
-    cohort holds all three, stable over 3 s. Returns the leader."""
+    """Undo what earlier tests left: every pooler runs, is ELIGIBLE and has its record, every standby
+    replicates, and the cohort holds all three, stable over 3 s. Returns the leader."""
     if any(shard.pooler_pid(cell) is None for cell in CELLS):
         shard.restart_missing()
     primary = leader(dp, shard)
@@ -75,15 +75,20 @@ def make_healthy(shard: ProvisionedShard, dp: V0_1) -> Pooler:
     seen: list[str] = []
 
     def full() -> bool:
+        # In the cohort is not yet streaming: a standby made ELIGIBLE again by the test before is added
+        # back before multiorch has set its primary_conninfo, so each standby's own word counts too.
         try:
-            cohort, records = dp.sync_replication(leader(dp, shard)).cohort, dp.list_poolers(shard.topology())
-            now = f"cohort {sorted(c.cell for c in cohort)}, records {sorted(p.id.cell for p in records)}"
+            primary = leader(dp, shard)
+            cohort, records = dp.sync_replication(primary).cohort, dp.list_poolers(shard.topology())
+            streaming = [p.id.cell for p in records if p.id != primary.id and dp.standby_state(p).replicating]
+            now = (f"cohort {sorted(c.cell for c in cohort)}, records {sorted(p.id.cell for p in records)}, "
+                   f"standbys replicating {sorted(streaming)}")
         except DataPlaneError as exc:
-            cohort, records, now = (), [], f"not yet: {exc}"
+            cohort, records, streaming, now = (), [], [], f"not yet: {exc}"
         if not seen or seen[-1] != now:  # a trace for a failure report, without flooding it
             seen.append(now)
             print(f"[healthy] {now}", flush=True)
-        return len(cohort) == len(CELLS) and len(records) == len(CELLS)
+        return len(cohort) == len(CELLS) and len(records) == len(CELLS) and len(streaming) == len(CELLS) - 1
 
     # A restarted pooler can flap in and out for a while (stale health in one multiorch): wait it out.
     eventually(lambda: full() and (time.sleep(3) or full()), timeout=240, what="a stable cohort of three")
