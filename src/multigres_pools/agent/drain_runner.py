@@ -21,9 +21,8 @@ from .kube import now_rfc3339
 
 MAX_STEPS = 24
 # A deleted pod's multipooler stops on its own; telling it INELIGIBLE first only closes a window. Once it
-# has exited, a call to its vanished address waits out the whole RPC timeout (the kubelet removed its
-# network; the node still resolves the address to its old MAC): 10 s of finalizer, pod and pass on the
-# real node. A live one answers in milliseconds.
+# has exited, a call to its old address waited out the whole RPC timeout on the real node (10 s of the
+# finalizer, the pod's deletion and the pass). A live one answers in milliseconds.
 LEAVING_POOLER_TIMEOUT_S = 2.0
 _PRIMARY_EXIT = {
     False: "it leaves through multiorch failover once the pod is deleted",

@@ -56,7 +56,7 @@ def tree_digest(root: Path, *, skip: tuple[str, ...] = ("__pycache__",)) -> str:
     with a part matching a `skip` pattern (fnmatch) is left out."""
     parts: list[bytes | str] = []
     for path in sorted(root.rglob("*")):
-        names = path.relative_to(root).parts
-        if path.is_file() and not any(fnmatch.fnmatch(name, pattern) for name in names for pattern in skip):
-            parts += [path.relative_to(root).as_posix(), path.read_bytes()]
+        relative = path.relative_to(root)
+        if path.is_file() and not any(fnmatch.fnmatch(name, pattern) for name in relative.parts for pattern in skip):
+            parts += [relative.as_posix(), path.read_bytes()]
     return digest(parts)

@@ -14,9 +14,8 @@ import tempfile
 from pathlib import Path
 
 from multigres_pools.ansible_operator_image import ansible_core_pin
+from multigres_pools.images import inputs
 from multigres_pools.images.catalog import OPERATOR_BASE_SOURCES, base_pins
-from multigres_pools.images.inputs import BUILD_LEFTOVERS
-from multigres_pools.images.steps import tree_digest
 from multigres_pools.playground import ansible_operator
 from multigres_pools.playground.localstack import free_port
 from tests.helpers.collection import REPO, VENV_CACHE, build_collection, cached_venv
@@ -42,15 +41,14 @@ def _plugin_source(module: Path) -> Path:
     """The event plugin's source copied out of the Go module cache, once per content: pip builds a
     local project in place (build/, *.egg-info), and that folder is an input of the Ansible Operator
     base image, which must not change because a test ran."""
-    source = module / OPERATOR_BASE_SOURCES / "ansible_runner_http"
-    copy = VENV_CACHE / f"ansible-runner-http-{tree_digest(source, skip=BUILD_LEFTOVERS)[:16]}"
+    # The image's own input: the same key and the same copy (without build leftovers) as the build's.
+    plugin = inputs.tree("ansible_runner_http", module / OPERATOR_BASE_SOURCES / "ansible_runner_http")
+    copy = VENV_CACHE / f"ansible-runner-http-{plugin.key[:16]}"
     if not copy.exists():
         VENV_CACHE.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f"{copy.name}.", dir=VENV_CACHE))
-        # copyfile, not copy2: the module cache's files are read-only and the build writes beside them.
-        shutil.copytree(source, staging / "src", copy_function=shutil.copyfile,
-                        ignore=shutil.ignore_patterns(*BUILD_LEFTOVERS))
-        (staging / "src").chmod(0o755)
+        plugin.write(staging / "src")
+        (staging / "src").chmod(0o755)  # copied read-only from the module cache; the build writes in it
         with contextlib.suppress(OSError):  # another session made it first
             (staging / "src").rename(copy)
         shutil.rmtree(staging, ignore_errors=True)

@@ -209,8 +209,8 @@ def test_a_short_deadline_bounds_telling_a_stopping_pooler_ineligible(v01) -> No
                                                       mpd.StatusResponse.SerializeToString)})])
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    pooler = Pooler(PoolerId("zone1", "p-1"), keys.Role.REPLICA, "127.0.0.1", port, "postgres",
-                                   "default", "0-inf", "/k")
+    pooler = Pooler(PoolerId("zone1", "p-1"), keys.Role.REPLICA, "127.0.0.1", port, "postgres", "default", "0-inf",
+                    "/k")
     try:
         with pytest.raises(DataPlaneError) as refused:
             v01.make_ineligible(pooler, timeout_s=0.2)
