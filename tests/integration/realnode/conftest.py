@@ -1,6 +1,6 @@
-"""When a real-node test fails, print what a user would look at first (the tail of multiorch's log,
-pods, the shard's status, recent events, the tails of the poolers' logs), so a red CI run says why
-without a rerun on the machine that failed."""
+"""When a real-node test fails, print what a user would look at first (the tails of multiorch's and the
+gateway's logs, pods, the shard's status, recent events, the tails of the poolers' logs), so a red CI
+run says why without a rerun on the machine that failed."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ from multigres_pools.playground.realnode.install import kubectl
 _LOOKS = (
     ("multiorch", ("-n", "{ns}", "logs", "-l", f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_MULTIORCH}",
                    "--tail=60", "--all-containers", "--prefix")),
+    # The gateway's discovery says which pooler address it routes to ("New pooler discovered",
+    # "Pooler updated", "Pooler removed") and why a query was refused.
+    ("multigateway", ("-n", "{ns}", "logs", "-l", f"{keys.LABEL_APP_COMPONENT}={keys.COMPONENT_MULTIGATEWAY}",
+                      "--tail=40", "--all-containers", "--prefix")),
     ("pods", ("get", "pods", "-A", "-o", "wide")),
     ("the shard's status", ("-n", "{ns}", "get", "multigresshards", "-o", "jsonpath={.items[*].status}")),
     ("events", ("-n", "{ns}", "get", "events", "--sort-by=.lastTimestamp")),
