@@ -89,6 +89,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-hurry-handover", action="store_true",
                    help="when the primary's pod is deleted, leave the new primary's election to multiorch's own "
                         "failover grace (4-12 s on v0.1.0) instead of asking it to act at once")
+    p.add_argument("--primary-drain-settle", type=float, default=30.0,
+                   help="Multigres v0.1.0: seconds a primary's drain waits for every other standby to stream from "
+                        "it, so that multiorch is free to elect its successor at once (0: no wait)")
     p.add_argument("--owned-pods-only", action="store_true",
                    help="act only on pool pods controlled by a MultigresShard (the install bundle sets it); "
                         "without it, pods with no controller (shards driven from vars) are served too")
@@ -206,7 +209,8 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
         value = getattr(args, flag)
         if not 0 < value < float("inf"):
             p.error(f"--{flag.replace('_', '-')}: {value} is not a positive number of seconds")
-    for flag in ("stall_after", "topology_stall_after", "settle_interval"):  # 0: at the first blocked step, read; none
+    # 0 is allowed: stalled at the first blocked step, at the first failed read, no settle passes, no wait.
+    for flag in ("stall_after", "topology_stall_after", "settle_interval", "primary_drain_settle"):
         value = getattr(args, flag)
         if not 0 <= value < float("inf"):
             p.error(f"--{flag.replace('_', '-')}: {value} is not a number of seconds, 0 or more")
@@ -239,6 +243,7 @@ def build(argv: list[str] | None = None, dial_host: Callable[[str], str] | None 
         prune=not args.no_prune, register_topology=not args.no_register,
         allow_unowned_pods=not args.owned_pods_only, shard_selector=args.shard_selector,
         hurry_handover=not args.no_hurry_handover, stuck_start_after_s=args.stuck_start_after,
+        primary_drain_settle_s=args.primary_drain_settle,
     )
     version = default_version(args)
     addresses = PodAddresses()

@@ -48,6 +48,8 @@ class AgentConfig:
     shard_selector: str = ""
     # Ask multiorch to replace a leaving primary now rather than after its failover grace (handover.py).
     hurry_handover: bool = True
+    # v0.1.0: seconds a primary's drain waits in `requested` for every other standby to stream (drain_runner).
+    primary_drain_settle_s: float = 30.0
     # Seconds a pooler may be starting a PostgreSQL that is not running before its pod is marked for
     # replacement (stuck_start.py).
     stuck_start_after_s: float = STUCK_START_S

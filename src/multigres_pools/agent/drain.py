@@ -45,6 +45,9 @@ class Blocked(StrEnum):
     NOT_DURABLE_WITHOUT = "cohort-below-durability-policy"
     # v0.1.0: the standby reports ELIGIBLE again (its multipooler restarted).
     ELIGIBLE_AGAIN = "standby-eligible-again"
+    # v0.1.0, a primary's drain in `requested`: another standby does not stream from it yet, and the
+    # multiorch that would elect its successor is still repairing that standby's replication.
+    STANDBYS_NOT_STREAMING = "standbys-not-streaming"
 
 
 class Need(StrEnum):
@@ -73,6 +76,8 @@ class Facts:
     sync_error: str | None = None
     # For a primary being drained: does it have a connected synchronous standby to fail over to?
     failover_target: bool | None = None
+    # ... and the standby pods that should stream from it and do not (yet); () once the settle is over.
+    not_streaming: tuple[str, ...] = ()
     unregister_error: str | None = None
     unregistered: bool = False
     # v0.1.0 (the data plane drains by cohort eligibility).
@@ -125,7 +130,9 @@ def _guarded(f: Facts) -> Decision | None:
 def _primary_drain(state: DrainState, f: Facts) -> Decision:
     """No switchover API (era A, v0.1.0): the primary leaves by failover once its pod is gone (docs/agent.md).
 
-    We only let it go when it has a connected synchronous standby, so a committed write survives.
+    We only let it go when it has a connected synchronous standby, so a committed write survives; and
+    it starts only once every other standby streams (or the settle is over): on v0.1.0 a multiorch
+    still repairing a standby's replication holds the election until that action ends (seconds).
     """
     if f.failover_target is None and f.sync_error is None:
         return Decision("need", need=Need.SYNC)
@@ -133,6 +140,8 @@ def _primary_drain(state: DrainState, f: Facts) -> Decision:
         return Decision.block(f.sync_error)
     if not f.failover_target:
         return Decision.block(Blocked.NO_FAILOVER_TARGET)
+    if state is DrainState.REQUESTED and f.not_streaming:
+        return Decision.block(Blocked.STANDBYS_NOT_STREAMING)
     return Decision.write(NEXT[state])
 
 

@@ -6,6 +6,7 @@ can stop the agent between any two side effects and prove that a fresh agent fin
 
 from __future__ import annotations
 
+import logging
 from typing import cast
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
@@ -13,10 +14,10 @@ from ansible_collections.multigres.pools.plugins.module_utils.core.keys import D
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 from ansible_collections.multigres.pools.plugins.module_utils.state import drain_annotations
 
-from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, Pooler, RefusalReason
+from ..dataplane.base import DataPlane, DataPlaneError, Eligibility, Pooler, RefusalReason, SyncReplication
 from . import podinfo
 from .context import Context, ShardView
-from .drain import Decision, Effect, Facts, Guard, Need, decide
+from .drain import Blocked, Decision, Effect, Facts, Guard, Need, decide
 from .kube import now_rfc3339
 
 MAX_STEPS = 24
@@ -128,9 +129,46 @@ def _gather(ctx: Context, view: ShardView, pod: Manifest, facts: Facts, need: Ne
     if facts.is_primary:
         # The failover that replaces it needs a streaming standby, and a cohort that stays durable.
         facts.failover_target = any(s in sync.connected for s in sync.standbys) and sync.durable_without(own_id)
+        if facts.by_eligibility and facts.failover_target:
+            facts.not_streaming = _settling(ctx, view, pod, sync)
+            if facts.not_streaming:
+                facts.extra["message"] = (f"{', '.join(facts.not_streaming)} not streaming from the primary yet; its "
+                                          f"drain waits up to {ctx.config.primary_drain_settle_s:g}s for them")
     else:
         facts.listed = sync.lists(own_id)
         facts.durable = sync.durable_without(own_id)
+
+
+def standbys_not_streaming(view: ShardView, pod: Manifest, sync: SyncReplication) -> tuple[str, ...]:
+    """v0.1.0: the standby pods that should stream from the primary `pod` and do not, by name. A
+    successor that is Ready does not stream until multiorch's FixReplication has configured it, and
+    that action (its verification waits up to 5 s) holds multiorch's election until it ends: in
+    `make demo` the primary's replacement waited 4 s for it. Pods that leave themselves (a drain, a
+    deletion, a stuck start) do not count, nor do records with no pod (pruning removes them)."""
+    own_id, silent = view.own_id(pod), []
+    for pooler in view.poolers or ():
+        other = view.pod_for(pooler)
+        if pooler.id == own_id or other is None or podinfo.deleting(other) or stuck(other):
+            continue
+        if podinfo.drain_state(other) is None and pooler.id not in sync.connected:
+            silent.append(podinfo.name(other))
+    return tuple(sorted(silent))
+
+
+def _settling(ctx: Context, view: ShardView, pod: Manifest, sync: SyncReplication) -> tuple[str, ...]:
+    """standbys_not_streaming while the primary's drain is in `requested` and younger than
+    --primary-drain-settle; after that the drain goes on without them (it is not a safety condition:
+    failover_target is). Later states never wait, so they neither look nor warn."""
+    if podinfo.drain_state(pod) is not DrainState.REQUESTED:
+        return ()
+    silent = standbys_not_streaming(view, pod, sync)
+    now = ctx.clock()
+    waited = now - podinfo.drain_since(pod, now)
+    if silent and waited >= ctx.config.primary_drain_settle_s:
+        ctx.log.warning("primary drain goes on with standbys not streaming", extra={
+            "pod": podinfo.name(pod), "standbys": ", ".join(silent), "waited_s": round(waited, 1)})
+        return ()
+    return silent
 
 
 def _mark_ineligible(ctx: Context, pod: Manifest) -> Manifest:
@@ -264,6 +302,10 @@ def _write_state(ctx: Context, view: ShardView, pod: Manifest, old: DrainState, 
     return updated
 
 
+# A wait by design, bounded (--primary-drain-settle): a Normal event, not counted as a failure.
+_WAITS = frozenset({Blocked.STANDBYS_NOT_STREAMING.value})
+
+
 def _block(ctx: Context, view: ShardView, pod: Manifest, state: DrainState, reason: str, message: str) -> None:
     now, name = ctx.clock(), podinfo.name(pod)
     ann = podinfo.annotations(pod)
@@ -277,11 +319,13 @@ def _block(ctx: Context, view: ShardView, pod: Manifest, state: DrainState, reas
         ctx.effect("write:blocked")
         pod = ctx.kube.patch_pod_meta(pod, annotations=patch)
         if keys.ANN_DRAIN_BLOCKED in patch:
-            ctx.metrics.drain_failures.labels(*_shard(view, pod), reason).inc()
-            ctx.log.warning("drain blocked", extra={"pod": name, "state": state.value, "reason": reason,
-                                                    "detail": message})
+            waits = reason in _WAITS
+            if not waits:
+                ctx.metrics.drain_failures.labels(*_shard(view, pod), reason).inc()
+            ctx.log.log(logging.INFO if waits else logging.WARNING, "drain blocked", extra={
+                "pod": name, "state": state.value, "reason": reason, "detail": message})
             for target in view.event_targets(pod):
-                ctx.kube.event(target, "DrainBlocked", text, warning=True)
+                ctx.kube.event(target, "DrainBlocked", text, warning=not waits)
     stalled_for = now - podinfo.drain_since(pod, now)
     if stalled_for >= ctx.config.stall_after_s and (view.namespace, name) not in ctx.stalled:
         _set_stalled(ctx, view, pod, True)

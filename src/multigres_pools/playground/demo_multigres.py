@@ -2,9 +2,10 @@
 
 It starts the whole stack (multigres_stack.py), then: create a shard of 3 replicas and show the real
 primary's synchronous_standby_names and pg_stat_replication; write rows through SQL and keep a
-steady write load running; scale up to 5; roll every pod by changing a flag (replicas first, the
-primary last); scale back down to 3 (each removed pod drained out of synchronous replication
-first); check that every acknowledged write is still there; delete the shard; stop everything.
+steady write load running through the multigateway; scale up to 5; roll every pod by changing a
+flag (replicas first, the primary last); scale back down to 3 (each removed pod drained out of
+synchronous replication first); check that every acknowledged write is still there; delete the
+shard; stop everything.
 
 Progress is one line per change, readable in a log or CI (no redrawn screen).
 Run: `make demo` (or `python -m multigres_pools.playground.demo_multigres --workdir DIR` to keep the
@@ -30,6 +31,7 @@ from typing import Any, TextIO
 import psycopg
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
+from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from .localstack import PodEvent, PodTimeline, wait_for
@@ -134,10 +136,14 @@ def run(stack: MultigresStack, out: TextIO) -> bool:
             conn.execute("CREATE TABLE IF NOT EXISTS demo_rows (id int PRIMARY KEY, note text)")
             conn.execute("INSERT INTO demo_rows SELECT g, 'row ' || g FROM generate_series(1, 100) g "
                          "ON CONFLICT DO NOTHING")
-        say("wrote 100 rows into demo_rows through SQL; starting a steady write load")
-        load = WriteLoad(find_primary=stack.primary_ip, dsn=stack.dsn)
+        say("wrote 100 rows into demo_rows through SQL; starting a steady write load through the multigateway")
+        # A client's path: the gateway routes to whichever pooler is the primary, so the stretch without
+        # an acknowledged write is what an application sees during the primary's replacement.
+        password = stack.password(SHARD)
+        load = WriteLoad(find_primary=stack.gateway_ip,
+                         dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password))
         load.start()
-        load.wait_for_acks(20, timeout=60)
+        load.wait_for_acks(20, timeout=300)
 
         doc = _with(doc, _replicas(5))
         show_replication(say, step(stack, say, "scale up: 3 -> 5", doc, 5))

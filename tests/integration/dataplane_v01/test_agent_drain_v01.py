@@ -24,6 +24,7 @@ from multigres_pools.dataplane.era_a import EraA
 from multigres_pools.dataplane.etcd import Etcd
 from multigres_pools.dataplane.v0_1 import V0_1
 from multigres_pools.playground.provisioned import CELLS, ProvisionedShard
+from multigres_pools.proto.gen.v0_1 import clustermetadata_pb2 as cm
 from tests.helpers.polling import eventually
 
 pytestmark = [pytest.mark.multigres, pytest.mark.cluster]
@@ -55,9 +56,9 @@ class Stand:
         for cell in CELLS:
             self.core.create_namespaced_pod(namespace, pool_pod(shard, cell, namespace, self.sid))
 
-    def agent(self, dataplane: Any = None, **ctx: Any) -> Agent:
+    def agent(self, dataplane: Any = None, config: AgentConfig | None = None, **ctx: Any) -> Agent:
         return Agent(Context(kube=Kube(self.agent_client), dataplane=dataplane or self.dp,
-                             config=AgentConfig(register_topology=False), **ctx))
+                             config=config or AgentConfig(register_topology=False), **ctx))
 
     def pod(self, name: str) -> dict[str, Any] | None:
         return Kube(self.agent_client).get_pod(self.namespace, name)
@@ -183,3 +184,44 @@ def test_declared_era_a_on_a_v01_shard_refuses_every_step(stand: Stand, healthy:
         assert stand.listed(healthy, victim) and stand.record(victim) is not None
     finally:
         era_a.close()
+
+
+def test_primary_drain_waits_for_a_standby_pod_that_does_not_stream(stand: Stand, healthy: Pooler) -> None:
+    """The real primary's connected followers name its two streaming standbys as their pods are named,
+    so only a pod whose pooler streams nothing holds the primary's drain in `requested` (a fourth
+    record, at a port nothing listens on); once --primary-drain-settle is over the drain goes on. The
+    agent is stopped before its first write each time: this shard's primary stays."""
+    primary = healthy
+    model = next(p for p in stand.dp.list_poolers(stand.shard.topology()) if p.id != primary.id)
+    silent = f"{model.id.name}-silent"
+    record = cm.MultiPooler()
+    record.CopyFrom(model.native)
+    record.id.name, record.port_map["grpc"] = silent, 1
+    key = model.key.replace(f"-{model.id.name}/", f"-{silent}/")
+    etcd = Etcd(stand.shard.etcd_endpoint)
+    etcd.put(key, record.SerializeToString())
+    try:
+        pod = pool_pod(stand.shard, model.id.cell, stand.namespace, stand.sid)
+        pod["metadata"]["name"] = silent
+        stand.core.create_namespaced_pod(stand.namespace, pod)
+        stand.request_drain(primary.id.name)
+        effects: list[str] = []
+
+        def stop_at_first_write(effect: str) -> None:
+            effects.append(effect)
+            if effect == "write:draining":
+                raise SimulatedCrash(effect)
+
+        stand.run(stand.agent(before_effect=stop_at_first_write), primary.id.name)
+        assert "write:draining" not in effects
+        assert stand.ann(primary.id.name, keys.ANN_DRAIN_STATE) == keys.DrainState.REQUESTED.value
+        assert stand.ann(primary.id.name, keys.ANN_DRAIN_BLOCKED) == "standbys-not-streaming"
+        [event] = stand.events("DrainBlocked")
+        named = event.message.split(" (", 1)[1].split(" not streaming from the primary yet")[0].split(", ")
+        assert event.type == "Normal" and named == [silent], event.message
+
+        settled = AgentConfig(register_topology=False, primary_drain_settle_s=0)
+        with pytest.raises(SimulatedCrash):
+            stand.run(stand.agent(config=settled, before_effect=stop_at_first_write), primary.id.name)
+    finally:
+        etcd.delete(key)

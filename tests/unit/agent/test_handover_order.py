@@ -5,6 +5,9 @@ checkpoint reached the standbys left it with WAL the new primary lacks, and it n
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -68,7 +71,8 @@ def _handovers(pods: list[dict[str, Any] | None]) -> tuple[Handovers, list[tuple
     def sleep(seconds: float) -> None:
         CLOCK[0] += seconds
 
-    return Handovers(ctx, sleep=sleep), events  # type: ignore[arg-type]
+    # Asks run in line here (in a thread of their own in the agent), so the fake clock orders everything.
+    return Handovers(ctx, sleep=sleep, spawn=lambda run, name: run()), events  # type: ignore[arg-type]
 
 
 def _leaving(plane: _Plane) -> Leaving:
@@ -100,3 +104,42 @@ def test_a_pod_already_gone_or_recreated_counts_as_exited() -> None:
         handovers, events = _handovers(pods)
         handovers._hurry(_leaving(plane))
         assert plane.asked_at[:1] == [0.0] and events == [("PrimaryHandedOver", False)]
+
+
+class _SlowPlane(_Plane):
+    """multiorch promotes NEW at once, but its TriggerRecoveryNow answers only when its cycle ends (v0.1.0:
+    15 s later, after the Recruit of the stopped old primary timed out): here, when the test says so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cycle_over = threading.Event()
+
+    def trigger_recovery(self, orch: Orchestrator) -> tuple[str, ...]:
+        self.asked_at.append(CLOCK[0])
+        self.cycle_over.wait(10)
+        return ()
+
+
+def test_the_new_primary_is_confirmed_while_the_ask_still_waits_for_its_cycle() -> None:
+    CLOCK[0] = 0.0
+    plane = _SlowPlane()
+    handovers, events = _handovers([None])
+    asks: list[threading.Thread] = []
+
+    def spawn(run: Callable[[], None], name: str) -> None:
+        asks.append(threading.Thread(target=run, name=name))
+        asks[-1].start()
+
+    def sleep(seconds: float) -> None:
+        CLOCK[0] += seconds
+        time.sleep(0.001)  # let the ask's thread run
+
+    handovers._spawn, handovers._sleep = spawn, sleep
+    try:
+        handovers._hurry(_leaving(plane))
+        assert events == [("PrimaryHandedOver", False)]  # asked (the call in flight counts), and confirmed
+        assert len(asks) == 1 and asks[0].is_alive(), "one ask at a time, and it had not returned yet"
+    finally:
+        plane.cycle_over.set()
+        for ask in asks:
+            ask.join(5)
