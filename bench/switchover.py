@@ -12,7 +12,9 @@ in which two servers were out of recovery.
 With `--failover-buffer` the shard's multigateway holds statements the old primary refuses during
 the change (spec.multigateway.failoverBuffer) and the rounds start at least 65 s apart: v0.1.0's
 gateway buffers at most one failover a minute (--buffer-min-time-between-failovers). Compare its
-figures with a run without it on the same machine. `--drain-grace` sets the pool's
+figures with a run without it on the same machine. `--recovery-cycle-interval` sets multiorch's
+(the playground shard's 500ms otherwise): the election starts at the first recovery cycle after the
+agent's TriggerRecoveryNow, so half an interval is waited on average. `--drain-grace` sets the pool's
 multipooler.connectionDrainGracePeriod (the spec's default otherwise): the old primary's drain is the
 first step of every handover, so a run with the old default (1s) beside one with today's shows what it
 costs. It waits only while a transaction is open at the old primary's SIGTERM, which one client's short
@@ -151,6 +153,8 @@ def main() -> None:
                    help="write loads at once, each with its own connection and table (default 1)")
     p.add_argument("--drain-grace", metavar="DURATION",
                    help="the pool's multipooler.connectionDrainGracePeriod (default: the spec's own default)")
+    p.add_argument("--recovery-cycle-interval", metavar="DURATION",
+                   help="the shard's multiorch.recoveryCycleInterval (default: the playground shard's, 500ms)")
     args = p.parse_args()
     spacing_s = BUFFER_SPACING_S if args.failover_buffer else 0.0
     if os.geteuid() != 0:
@@ -167,6 +171,8 @@ def main() -> None:
             if args.drain_grace:
                 pool = shard["spec"]["pools"]["default"]
                 pool.setdefault("multipooler", {})["connectionDrainGracePeriod"] = args.drain_grace
+            if args.recovery_cycle_interval:
+                shard["spec"]["multiorch"]["recoveryCycleInterval"] = args.recovery_cycle_interval
             stack.apply_shard(shard)
             stack.wait_serving("play", replicas=REPLICAS, timeout=900)
             gateway = wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
@@ -193,7 +199,8 @@ def main() -> None:
     print(f"{args.rounds} primary replacements per path on Multigres v0.1.0, {REPLICAS} pods, writes through the "
           f"gateway from {args.clients} client{'s' if args.clients > 1 else ''}"
           f"{', failover buffer on' if args.failover_buffer else ''}"
-          f"{', drain grace ' + args.drain_grace if args.drain_grace else ''} (whole run "
+          f"{', drain grace ' + args.drain_grace if args.drain_grace else ''}"
+          f"{', recovery cycle ' + args.recovery_cycle_interval if args.recovery_cycle_interval else ''} (whole run "
           f"{time.monotonic() - started:.0f} s); acknowledged writes lost: {len(lost)}")
     print(f"{'path':34}{'p50 s':>8}{'max s':>8}{'2 prim':>8}   client errors")
     print(_row("agent hurries multiorch (default)", hurried))

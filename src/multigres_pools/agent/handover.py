@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from ansible_collections.multigres.pools.plugins.module_utils.core import naming
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
 
-from ..dataplane.base import DataPlane, DataPlaneError, PoolerId, RefusalReason, ShardTopology
+from ..dataplane.base import DataPlane, DataPlaneError, Pooler, PoolerId, RefusalReason, ShardTopology
 from . import podinfo
 from .context import Context, NotLeader, ShardView
 from .kube import KubeUnavailable
@@ -84,6 +84,14 @@ class _Asks:
         """Asks that reached a multiorch: answered, or the one still waiting for its cycle."""
         with self.lock:
             return self.answered + int(self.in_flight)
+
+
+def _others(leaving: Leaving) -> list[Pooler]:
+    """The records to ask, the leaving primary's left out. Its answer is not needed (the others say
+    whether they still stream from it, and who leads the newest rule), and its multipooler is stopping:
+    each Status made it try to connect to the stopping PostgreSQL, and once its pod's address is gone
+    a call could only wait out its deadline, holding the round that looks for the new primary."""
+    return [p for p in leaving.plane.list_poolers(leaving.topology) if p.id != leaving.old]
 
 
 def _start_thread(run: Callable[[], None], name: str) -> None:
@@ -136,7 +144,7 @@ class Handovers:
         last_error, stopped = "", False
         while ctx.clock() - started < GIVE_UP_S and not asks.not_leader:
             try:
-                leadership = leaving.plane.leadership(leaving.plane.list_poolers(leaving.topology))
+                leadership = leaving.plane.leadership(_others(leaving))
                 confirmed = leadership.confirmed
                 if confirmed is not None and confirmed.id != leaving.old:
                     self._done(leaving, confirmed.id, ctx.clock() - started, asks.count(), asks.error or last_error)

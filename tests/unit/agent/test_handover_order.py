@@ -143,3 +143,29 @@ def test_the_new_primary_is_confirmed_while_the_ask_still_waits_for_its_cycle() 
         plane.cycle_over.set()
         for ask in asks:
             ask.join(5)
+
+
+class _RecordingPlane(_Plane):
+    """Holds a record for each pooler and notes whom every Status round asks."""
+
+    def __init__(self) -> None:
+        super().__init__(streams_until=0.35)
+        self.asked_ids: list[set[PoolerId]] = []
+
+    def list_poolers(self, topology: ShardTopology) -> list[Pooler]:
+        return [Pooler(i, None, "h", 1, "postgres", "default", "0-inf", "/k") for i in (OLD, NEW)]
+
+    def leadership(self, poolers: list[Pooler]) -> Leadership:
+        self.asked_ids.append({p.id for p in poolers})
+        return super().leadership(poolers)
+
+
+def test_the_stopping_old_primary_is_never_asked_for_its_status() -> None:
+    # Its answer is not needed, and a Status to a multipooler that is stopping PostgreSQL (or whose
+    # address is gone) can only slow the round that looks for the new primary.
+    CLOCK[0] = 0.0
+    plane = _RecordingPlane()
+    handovers, events = _handovers([_pod("uid-0", "running")])
+    handovers._hurry(_leaving(plane))
+    assert events == [("PrimaryHandedOver", False)] and plane.asked_at
+    assert plane.asked_ids and all(ids == {NEW} for ids in plane.asked_ids), plane.asked_ids
