@@ -17,8 +17,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ansible_collections.multigres.pools.plugins.module_utils.render import layout
-
 from bench.context import print_context
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
@@ -46,9 +44,7 @@ def measure(node: str, workdir: Path) -> Figures:
         stack.wait_serving(SHARD, replicas=3, timeout=900)
         serving = time.monotonic()
         wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
-        password = stack.password(SHARD)
-        load = WriteLoad(find_primary=stack.gateway_ip, interval=0.01,
-                         dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password))
+        load = WriteLoad(find_primary=stack.gateway_ip, interval=0.01, dsn=stack.gateway_dsn(SHARD))
         load.start()
         load.wait_for_acks(50, timeout=120)
         rolled = time.monotonic()

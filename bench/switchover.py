@@ -38,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
-from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from bench.context import print_context, scratch
@@ -179,7 +178,7 @@ def main() -> None:
             password = stack.password("play")
             load = Clients(args.clients, lambda table: WriteLoad(
                 find_primary=lambda: gateway, interval=0.01, table=table,
-                dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password)))
+                dsn=stack.gateway_dsn("play")))
             recovery = RecoverySampler(
                 pods=stack.pool_addresses, dsn=lambda host: stack.dsn(host, password=password))
             load.start()

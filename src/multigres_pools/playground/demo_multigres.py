@@ -31,7 +31,6 @@ from typing import Any, TextIO
 import psycopg
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.core.manifest import Manifest
-from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from .localstack import PodEvent, PodTimeline, wait_for
@@ -139,9 +138,7 @@ def run(stack: MultigresStack, out: TextIO) -> bool:
         say("wrote 100 rows into demo_rows through SQL; starting a steady write load through the multigateway")
         # A client's path: the gateway routes to whichever pooler is the primary, so the stretch without
         # an acknowledged write is what an application sees during the primary's replacement.
-        password = stack.password(SHARD)
-        load = WriteLoad(find_primary=stack.gateway_ip,
-                         dsn=lambda host: stack.dsn(host, port=layout.MULTIGATEWAY_PG, password=password))
+        load = WriteLoad(find_primary=stack.gateway_ip, dsn=stack.gateway_dsn(SHARD))
         load.start()
         load.wait_for_acks(20, timeout=300)
 

@@ -341,6 +341,12 @@ class MultigresStack:
         return (f"host={host} port={port} user=postgres dbname=postgres password={password} "
                 "keepalives_idle=2 keepalives_interval=1 keepalives_count=2 tcp_user_timeout=3000")
 
+    def gateway_dsn(self, shard: str = "play") -> Callable[[str], str]:
+        """`dsn` for a multigateway address (its SQL port), the password read once: a client's path, as
+        the write loads of `make demo` and the benches take it."""
+        password = self.password(shard)
+        return lambda host: self.dsn(host, shard, port=layout.MULTIGATEWAY_PG, password=password)
+
     def url(self, host: str, shard: str = "play", port: int = layout.POSTGRES) -> str:
         return f"postgresql://postgres:{self.password(shard)}@{host}:{port}/postgres"
 
