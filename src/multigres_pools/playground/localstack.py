@@ -317,6 +317,7 @@ class PodEvent:
     images: tuple[str, ...]
     backup: str | None = None  # the agent's backup mark (keys.ANN_BACKUP_RUNNING)
     reason: str | None = None  # why the drain was asked for (keys.ANN_DRAIN_REASON)
+    blocked: str | None = None  # what the drain waits for now (keys.ANN_DRAIN_BLOCKED)
     conditions: frozenset[str] = frozenset()  # the pod's conditions that are True
     ready_containers: frozenset[str] = frozenset()  # its containers (sidecars too) that are ready
 
@@ -331,6 +332,7 @@ def pod_event(event_type: str, pod: Manifest, at: float) -> PodEvent:
                                  for c in (pod.get("spec") or {}).get(key) or []),
                     backup=(meta.get("annotations") or {}).get(keys.ANN_BACKUP_RUNNING),
                     reason=(meta.get("annotations") or {}).get(keys.ANN_DRAIN_REASON),
+                    blocked=(meta.get("annotations") or {}).get(keys.ANN_DRAIN_BLOCKED),
                     conditions=frozenset(c.get("type", "") for c in status.get("conditions") or []
                                          if c.get("status") == "True"),
                     ready_containers=frozenset(c.get("name", "") for key in ("initContainerStatuses",
@@ -390,6 +392,10 @@ class PodTimeline(threading.Thread):
 
     def drain_reasons(self, uid: str) -> set[str]:
         return {e.reason for e in self.of(uid) if e.reason}
+
+    def drain_blocks(self, uid: str) -> list[str]:
+        """What the pod's drain was held for, each reason once, in the order first seen."""
+        return list(dict.fromkeys(e.blocked for e in self.of(uid) if e.blocked))
 
     def deleted_at(self, uid: str) -> float | None:
         return next((e.at for e in self.of(uid) if e.type == "DELETED"), None)
