@@ -16,14 +16,12 @@ say where the seconds go on each node.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.context import print_context
+from bench.context import print_context, scratch
 from multigres_pools.playground.localstack import wait_for
 from multigres_pools.playground.multigres_stack import MultigresStack
 from tests.integration.multigres.safety import (
@@ -46,13 +44,20 @@ class Figures:
     serving_s: float    # MultigresShard applied -> serving
     roll_s: float       # the rolling update, applied -> converged
     first_to_last_s: float | None  # first drain request -> the last successor Ready
-    standbys: list[dict[str, float | None]]  # replacement_phases of each standby's replacement
-    primary: dict[str, float | None]         # and of the primary's (its handover included)
-    each: dict[str, dict[str, float | None]]  # pod name -> its replacement's phases
+    each: dict[str, dict[str, float | None]]  # pod name -> its replacement's phases (replacement_phases)
     waits: dict[str, list[str]]  # pod name -> what its drain was held for (the blocked-reason annotation)
+    primary_pod: str  # the primary before the roll: its replacement includes the handover
     longest_gap_s: float
     acked: int
     lost: int
+
+    @property
+    def standbys(self) -> list[dict[str, float | None]]:
+        return [phases for name, phases in self.each.items() if name != self.primary_pod]
+
+    @property
+    def primary(self) -> dict[str, float | None]:
+        return self.each.get(self.primary_pod, {})
 
 
 def measure(node: str, workdir: Path) -> Figures:
@@ -76,11 +81,9 @@ def measure(node: str, workdir: Path) -> Figures:
         done = time.monotonic()
         watched.load.wait_for_acks(50, timeout=180)
         watched.load.stop()
-        phases = replacement_phases(watched, before)
         waits = {name: watched.timeline.drain_blocks(uid) for uid, name in before.items()}
         return Figures(up - started, serving - up, done - rolled, roll_seconds(watched, before),
-                       [p for name, p in phases.items() if name != primary.pod], phases.get(primary.pod, {}),
-                       phases, waits,
+                       replacement_phases(watched, before), waits, primary.pod,
                        watched.load.longest_outage().seconds, len(watched.load.acked), len(watched.load.missing()))
     finally:
         if watched is not None:
@@ -122,11 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     print_context()
     figures = {}
     for node in nodes:
-        workdir = Path(tempfile.mkdtemp(prefix=f"bench-{node}-"))
-        try:
+        with scratch(f"mgp-bench-{node}-node-") as workdir:
             figures[node] = measure(node, workdir)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
         report(node, figures[node])
     if len(figures) < 2:
         return 0 if all(f.lost == 0 for f in figures.values()) else 1
