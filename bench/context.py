@@ -44,10 +44,11 @@ def print_context() -> None:
 
 
 @contextmanager
-def scratch(prefix: str) -> Iterator[Path]:
+def scratch(prefix: str, keep: bool = False) -> Iterator[Path]:
     """A working directory for a bench's stack: removed when the bench ends well (a stack's volumes,
-    logs and backups take gigabytes), kept and named when it fails, for its logs. The stack's processes
-    are recorded for playground/reaper.py, which `make test` and the playground run at their start."""
+    logs and backups take gigabytes) unless `keep`, kept and named when it fails, for its logs. The
+    stack's processes are recorded for playground/reaper.py, which `make test` and the playground run
+    at their start."""
     from multigres_pools.playground import reaper
 
     reaper.enable()  # a bench killed before it stops its stack leaves it to the next run's reaper
@@ -57,4 +58,7 @@ def scratch(prefix: str) -> Iterator[Path]:
     except BaseException:
         print(f"kept for its logs: {path}", flush=True)
         raise
+    if keep:
+        print(f"kept as asked: {path} (the stack is stopped; its pods' logs are under kubelet/logs)", flush=True)
+        return
     shutil.rmtree(path, ignore_errors=True)

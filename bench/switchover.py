@@ -1,6 +1,6 @@
 """The primary's replacement as a client of the gateway feels it, on real Multigres v0.1.0 (issue #24).
 
-    python -m bench.switchover [--rounds 10] [--clients 1] [--failover-buffer] [--drain-grace 1s]
+    python -m bench.switchover [--rounds 10] [--clients 1] [--failover-buffer] [--drain-grace 1s] [--keep]
 
 One shard of 3 pods under a steady write load through the multigateway (a client's path); every
 pool pod's PostgreSQL is asked `pg_is_in_recovery()` at 5 Hz. Each round deletes the primary's pod
@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
@@ -128,10 +129,10 @@ def run_path(stack: MultigresStack, load: Clients, recovery: RecoverySampler, ro
              label: str, spacing_s: float = 0.0) -> list[Round]:
     out = []
     for i in range(rounds):
-        began = time.monotonic()
+        began, wall = time.monotonic(), datetime.now(UTC).strftime("%H:%M:%S")
         out.append(one_round(stack, load, recovery))
         time.sleep(max(0.0, spacing_s - (time.monotonic() - began)))
-        print(f"  {label} round {i + 1}/{rounds}: longest gap {out[-1].gap_s:.2f} s, errors "
+        print(f"  {label} round {i + 1}/{rounds} (began {wall} UTC): longest gap {out[-1].gap_s:.2f} s, errors "
               f"{dict(out[-1].errors) or 'none'}, two writable: {out[-1].two_writable}", flush=True)
     return out
 
@@ -154,12 +155,15 @@ def main() -> None:
                    help="the pool's multipooler.connectionDrainGracePeriod (default: the spec's own default)")
     p.add_argument("--recovery-cycle-interval", metavar="DURATION",
                    help="the shard's multiorch.recoveryCycleInterval (default: the playground shard's, 500ms)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the working directory (every pod's log) after a run that ends well, to read a slow "
+                        "round against the UTC start each round prints")
     args = p.parse_args()
     spacing_s = BUFFER_SPACING_S if args.failover_buffer else 0.0
     if os.geteuid() != 0:
         raise SystemExit("bench.switchover: run as root (pods get network namespaces)")
     started = time.monotonic()
-    with scratch("mgp-bench-switchover-") as workdir:
+    with scratch("mgp-bench-switchover-", keep=args.keep) as workdir:
         stack = MultigresStack(workdir, progress=lambda _line: None)
         load = recovery = None
         try:
