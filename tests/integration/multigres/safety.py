@@ -21,7 +21,6 @@ import psycopg
 import pytest
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
 from ansible_collections.multigres.pools.plugins.module_utils.kube.client import resource_path
-from ansible_collections.multigres.pools.plugins.module_utils.render import layout
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from multigres_pools.dataplane.base import ShardTopology
@@ -79,10 +78,10 @@ class Watched:
         self.stack = stack
         password = stack.password(SHARD)
         primary = throttled(last_good(stack.primary_ip))
-        port = layout.MULTIGATEWAY_PG if through_gateway else layout.POSTGRES
         self.timeline = PodTimeline(stack.kubeconfig, stack.namespace, cluster=SHARD)  # clusterName = name
         self.load = WriteLoad(find_primary=throttled(last_good(stack.gateway_ip)) if through_gateway else primary,
-                              dsn=lambda host: stack.dsn(host, port=port, password=password), interval=0.01,
+                              dsn=stack.gateway_dsn(SHARD) if through_gateway
+                              else lambda host: stack.dsn(host, password=password), interval=0.01,
                               history=history)
         self.sync = SyncSampler(find_primary=primary, dsn=lambda host: stack.dsn(host, password=password))
         self.recovery = RecoverySampler(pods=stack.pool_addresses,
