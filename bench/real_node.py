@@ -105,9 +105,8 @@ def report(node: str, f: Figures) -> None:
           f"rolling update {f.roll_s:6.1f}s (first drain request -> last successor Ready "
           f"{seconds(f.first_to_last_s)})  longest write gap {f.longest_gap_s:5.1f}s  "
           f"({f.acked} writes acknowledged, {f.lost} lost)", flush=True)
-    every = [*f.standbys, f.primary]
     for label, runs in (("standbys' replacements", f.standbys), ("the primary's replacement", [f.primary]),
-                        ("every replacement", every)):
+                        ("every replacement", list(f.each.values()))):
         line = "  ".join(f"{phase} {seconds(p50(runs, phase))}" for phase in PHASES)
         print(f"{'':>10}{label} (p50 of {len(runs)}, seconds after the drain request): {line}", flush=True)
     for name, held in f.waits.items():
@@ -131,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(figures) < 2:
         return 0 if all(f.lost == 0 for f in figures.values()) else 1
     real, anchor = figures["real"], figures["process"]
-    ours, theirs = (p50([*f.standbys, f.primary], "REPLICA+Ready") for f in (real, anchor))
+    ours, theirs = (p50(list(f.each.values()), "REPLICA+Ready") for f in (real, anchor))
     replacement = (f"{ours / theirs:.2f}x (real {ours:.1f}s, process {theirs:.1f}s; goal p50 <= "
                    f"{GOAL_REPLACEMENT_S:.0f}s)" if ours and theirs else "n/a")
     print(f"ratios real/process: applied->serving {real.serving_s / anchor.serving_s:.2f}x, rolling update "
