@@ -1,6 +1,7 @@
 """The primary's replacement as a client of the gateway feels it, on real Multigres v0.1.0 (issue #24).
 
     python -m bench.switchover [--rounds 10] [--clients 1] [--failover-buffer] [--drain-grace 1s] [--keep]
+                               [--pre-stop-delay 6s] [--anchor grace|no-pre-stop-delay] [--spacing S]
 
 One shard of 3 pods under a steady write load through the multigateway (a client's path); every
 pool pod's PostgreSQL is asked `pg_is_in_recovery()` at 5 Hz. Each round deletes the primary's pod
@@ -23,7 +24,13 @@ connection and table), and a gap is then a stretch in which none of them had a w
 
 The anchor, measured in the same run on the same shard: the agent restarted with
 `--no-hurry-handover`, so the new primary waits for multiorch's own failover grace (today's path
-before the agent asked multiorch to act at once).
+before the agent asked multiorch to act at once). `--anchor no-pre-stop-delay` instead re-applies the
+shard with the pool's multipooler.preStopDelay at 0s (its pods rolled to it first) and runs the same
+handover: the pod then stops while DNS caches may still give out its address, and the gateway and
+multiorch can dial the old address of the pooler that a later round promotes (`--pre-stop-delay` sets
+the first path's; the spec's default otherwise). A round's timing decides whether that bites (gRPC
+looks a name up again no sooner than 30 s after the last answer), so `--spacing S` starts the rounds
+of both paths S seconds apart.
 """
 
 from __future__ import annotations
@@ -37,8 +44,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from ansible_collections.multigres.pools.plugins.module_utils.core import keys
+from ansible_collections.multigres.pools.plugins.module_utils.render import pool_v0_1
 from ansible_collections.multigres.pools.plugins.module_utils.state import facts
 
 from bench.context import print_context, scratch
@@ -125,6 +134,17 @@ def one_round(stack: MultigresStack, load: Clients, recovery: RecoverySampler) -
     return Round(_longest_gap(list(load.ack_times), started, ended), load.errors - errors_before, len(both))
 
 
+def _rolled_to(stack: MultigresStack, delay_s: Decimal) -> bool:
+    """Every pool pod runs multipooler with the preStop hook of `delay_s` and none is terminating."""
+    pods = stack.pods()
+    want = ["/bin/sh", "-c", pool_v0_1.pre_stop_script(delay_s)]
+    return len(pods) == REPLICAS and all(
+        not facts.meta(pod).get("deletionTimestamp")
+        and next(c for c in pod["spec"]["containers"] if c["name"] == "multipooler")["lifecycle"]["preStop"]["exec"][
+            "command"] == want
+        for pod in pods)
+
+
 def run_path(stack: MultigresStack, load: Clients, recovery: RecoverySampler, rounds: int,
              label: str, spacing_s: float = 0.0) -> list[Round]:
     out = []
@@ -155,11 +175,17 @@ def main() -> None:
                    help="the pool's multipooler.connectionDrainGracePeriod (default: the spec's own default)")
     p.add_argument("--recovery-cycle-interval", metavar="DURATION",
                    help="the shard's multiorch.recoveryCycleInterval (default: the playground shard's, 500ms)")
+    p.add_argument("--pre-stop-delay", metavar="DURATION",
+                   help="the pool's multipooler.preStopDelay (default: the spec's own default)")
+    p.add_argument("--anchor", choices=("grace", "no-pre-stop-delay"), default="grace",
+                   help="the second path: multiorch's own grace (default), or the same handover with preStopDelay 0s")
+    p.add_argument("--spacing", type=float, metavar="S",
+                   help="start the rounds S seconds apart (default: back to back; 65 with --failover-buffer)")
     p.add_argument("--keep", action="store_true",
                    help="keep the working directory (every pod's log) after a run that ends well, to read a slow "
                         "round against the UTC start each round prints")
     args = p.parse_args()
-    spacing_s = BUFFER_SPACING_S if args.failover_buffer else 0.0
+    spacing_s = args.spacing if args.spacing is not None else BUFFER_SPACING_S if args.failover_buffer else 0.0
     if os.geteuid() != 0:
         raise SystemExit("bench.switchover: run as root (pods get network namespaces)")
     started = time.monotonic()
@@ -176,6 +202,9 @@ def main() -> None:
                 pool.setdefault("multipooler", {})["connectionDrainGracePeriod"] = args.drain_grace
             if args.recovery_cycle_interval:
                 shard["spec"]["multiorch"]["recoveryCycleInterval"] = args.recovery_cycle_interval
+            pooler = shard["spec"]["pools"]["default"].setdefault("multipooler", {})
+            if args.pre_stop_delay:
+                pooler["preStopDelay"] = args.pre_stop_delay
             stack.apply_shard(shard)
             stack.wait_serving("play", replicas=REPLICAS, timeout=900)
             gateway = wait_for(stack.gateway_ip, 300, "a Ready multigateway", interval=1)
@@ -189,8 +218,14 @@ def main() -> None:
             recovery.start()
             load.wait_for_acks(50, timeout=120)
             hurried = run_path(stack, load, recovery, args.rounds, "handover", spacing_s)
-            stack.agent_args = (*stack.agent_args, "--no-hurry-handover")
-            stack.restart_agent()
+            if args.anchor == "grace":
+                stack.agent_args = (*stack.agent_args, "--no-hurry-handover")
+                stack.restart_agent()
+            else:
+                pooler["preStopDelay"] = "0s"
+                stack.apply_shard(shard)
+                wait_for(lambda: _rolled_to(stack, Decimal(0)), 900, "the pods rolled to preStopDelay 0s", interval=1)
+                stack.wait_serving("play", replicas=REPLICAS, timeout=600)
             anchor = run_path(stack, load, recovery, args.rounds, "anchor", spacing_s)
             lost = load.missing(gateway)
         finally:
@@ -203,11 +238,13 @@ def main() -> None:
           f"gateway from {args.clients} client{'s' if args.clients > 1 else ''}"
           f"{', failover buffer on' if args.failover_buffer else ''}"
           f"{', drain grace ' + args.drain_grace if args.drain_grace else ''}"
-          f"{', recovery cycle ' + args.recovery_cycle_interval if args.recovery_cycle_interval else ''} (whole run "
+          f"{', recovery cycle ' + args.recovery_cycle_interval if args.recovery_cycle_interval else ''}"
+          f"{', preStopDelay ' + args.pre_stop_delay if args.pre_stop_delay else ''}"
+          f"{f', rounds {spacing_s:.0f} s apart' if spacing_s else ''} (whole run "
           f"{time.monotonic() - started:.0f} s); acknowledged writes lost: {len(lost)}")
     print(f"{'path':34}{'p50 s':>8}{'max s':>8}{'2 prim':>8}   client errors")
     print(_row("agent hurries multiorch (default)", hurried))
-    print(_row("anchor: multiorch's own grace", anchor))
+    print(_row("anchor: multiorch's own grace" if args.anchor == "grace" else "anchor: preStopDelay 0s", anchor))
     ratio = statistics.median(r.gap_s for r in hurried) / statistics.median(r.gap_s for r in anchor)
     print(f"ratio longest write gap p50, handover / anchor: {ratio:.2f}")
     print("what clients saw (first of each kind):")

@@ -61,7 +61,7 @@ def pod_spec(ctx: ShardContext, pool_name: str, cell: str, pod: str, service_id:
     s3 = ctx.spec.backup.s3 if ctx.spec.backup.type == "s3" else None
     if ctx.version is keys.MultigresVersion.V0_1_0:
         init, main = v0_1.pool_containers(ctx, pool_name, cell, service_id)
-        grace = layout.TERMINATION_GRACE_SECONDS_V0_1
+        grace = v0_1.termination_grace_seconds(pool)
     else:
         init, main = era_a.pool_containers(ctx, pool_name, cell, service_id)
         grace = layout.TERMINATION_GRACE_SECONDS

@@ -10,7 +10,9 @@ equals Multigres' default, so the pod says exactly what runs.
 
 from __future__ import annotations
 
+import math
 import shlex
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..core import keys, naming
@@ -197,6 +199,19 @@ _MARK_STANDBY = f'test -e "$PGDATA/{layout.STANDBY_SIGNAL}" || : > "$PGDATA/{lay
 STANDBY_SIGNAL_SCRIPT = f'test -f "$PGDATA/PG_VERSION" && {{ {_MARK_STANDBY}; }}; exit 0'
 
 
+def pre_stop_script(delay_s: Decimal) -> str:
+    """multipooler's preStop: the standby signal, then the pool's preStopDelay (the pod serves on while
+    every DNS cache forgets its address; spec/model.py MultiPoolerSettings.pre_stop_delay says why)."""
+    if not delay_s:
+        return STANDBY_SIGNAL_SCRIPT
+    return STANDBY_SIGNAL_SCRIPT.removesuffix("exit 0") + f"sleep {delay_s.normalize():f}; exit 0"
+
+
+def termination_grace_seconds(pool: Pool) -> int:
+    """The pod's grace: multipooler's and pgctld's stop after the preStop hook's delay."""
+    return layout.TERMINATION_GRACE_SECONDS_V0_1 + math.ceil(pool.multipooler.pre_stop_delay_seconds)
+
+
 def bootstrap_guard(ctx: ShardContext) -> BootstrapGuard | None:
     """The bootstrap guard of a v0.1.0 shard (state/bootstrap.py), None for another version."""
     return _guard(ctx) if ctx.version is keys.MultigresVersion.V0_1_0 else None
@@ -237,5 +252,6 @@ def pool_containers(ctx: ShardContext, pool_name: str, cell: str,
     """(initContainers, containers) of a v0.1.0 pool pod, without the optional exporter."""
     pool = ctx.spec.pools[pool_name]
     pooler = _multipooler(ctx, pool, pool_name, cell, service_id)
-    pooler["lifecycle"] = {"preStop": {"exec": {"command": ["/bin/sh", "-c", STANDBY_SIGNAL_SCRIPT]}}}
+    script = pre_stop_script(pool.multipooler.pre_stop_delay_seconds)
+    pooler["lifecycle"] = {"preStop": {"exec": {"command": ["/bin/sh", "-c", script]}}}
     return [_start_check(ctx, pool, _guard(ctx)), _pgctld(ctx, pool)], [pooler]

@@ -215,6 +215,8 @@ def _positive_interval(name: str, wire: str, why: str = "") -> Rule:
 
 
 MAX_DRAIN_GRACE_S = 20  # within multipooler's 30 s --onterm-timeout, with time left to stop PostgreSQL
+# Above kubeadm's cluster DNS ttl (30 s), the largest one people run; each second is paid by every replacement.
+MAX_PRE_STOP_DELAY_S = 60
 
 
 class MultiPoolerSettings(ContainerSettings):
@@ -229,6 +231,11 @@ class MultiPoolerSettings(ContainerSettings):
         _positive_interval("connection-drain-grace-period", "connectionDrainGracePeriod",
                            "Multigres v0.1.0 reads 0 as no bound (the pooler would wait for every open "
                            "transaction before it stops)"),
+        Rule(name="pre-stop-delay-bounded",
+             cel=f"duration(self.preStopDelay) <= duration('{MAX_PRE_STOP_DELAY_S}s')",
+             message=f"preStopDelay must be at most {MAX_PRE_STOP_DELAY_S}s",
+             check=lambda m: go_duration_seconds(wire_value(m, "preStopDelay")) <= MAX_PRE_STOP_DELAY_S,
+             field_path=".preStopDelay"),
     )
 
     connection_drain_grace_period: GoDuration = Field(
@@ -240,6 +247,20 @@ class MultiPoolerSettings(ContainerSettings):
                              "election starts, so every second here is a second without writes (Multigres' "
                              "default is 3s). More than 0s (v0.1.0 reads 0 as no bound), at most 20s.",
     )
+    pre_stop_delay: GoDuration = Field(
+        "6s", description="Multigres v0.1.0: after its pod's deletion, how long multipooler goes on serving before "
+                          "it is told to stop. The pod's name leaves DNS when its drain ends (or at the deletion), "
+                          "and multiorch and the multigateway look the name up again when its connections break: "
+                          "stopping before every DNS cache has forgotten the old address sends them to it for 30 s "
+                          "more (gRPC's floor between lookups), and a successor with that name, or the new primary "
+                          "that pod becomes later, is unreachable for them that long. Above the cluster DNS ttl (5s "
+                          "by default, 30s in kubeadm's Corefile); every pod's replacement waits it once. 0s turns "
+                          "it off; at most 60s.",
+    )
+
+    @property
+    def pre_stop_delay_seconds(self) -> Decimal:
+        return go_duration_seconds(self.pre_stop_delay)
 
 
 class Toleration(SpecModel):

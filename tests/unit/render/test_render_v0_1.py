@@ -54,7 +54,7 @@ def test_v0_1_is_the_default_with_pgctld_as_the_sidecar():
         ("repository-check", None), ("postgres", "Always")]
     assert [(c["name"], c.get("restartPolicy")) for c in spec["containers"]] == [
         ("multipooler", None), ("postgres-exporter", None)]
-    assert spec["terminationGracePeriodSeconds"] == 45
+    assert spec["terminationGracePeriodSeconds"] == 45 + 6  # multipooler's stop after the 6 s preStopDelay
     assert _container(spec, "postgres")["image"] == "ghcr.io/multigres/pgctld:v0.1.0"
     assert _container(spec, "multipooler")["image"] == "ghcr.io/multigres/multigres:v0.1.0"
     assert spec["hostname"] == POD0 and spec["subdomain"] == HEADLESS
@@ -73,9 +73,15 @@ def _start_check(pgdata: Path) -> None:
                    check=True, timeout=10)
 
 
-def _pre_stop(pgdata: Path) -> None:
-    command = _container(_render().pools[0].pod(0)["spec"], "multipooler")["lifecycle"]["preStop"]["exec"]["command"]
-    subprocess.run(command, env={"PGDATA": str(pgdata), "PATH": "/usr/bin:/bin"}, check=True, timeout=10)
+def _pre_stop_command(delay: str) -> list[str]:
+    patch = {"pools": {"default": {"multipooler": {"preStopDelay": delay}}}}
+    pooler = _container(_render(patch).pools[0].pod(0)["spec"], "multipooler")
+    return pooler["lifecycle"]["preStop"]["exec"]["command"]
+
+
+def _pre_stop(pgdata: Path, delay: str = "0s") -> None:
+    subprocess.run(_pre_stop_command(delay), env={"PGDATA": str(pgdata), "PATH": "/usr/bin:/bin"}, check=True,
+                   timeout=10)
 
 
 @pytest.mark.parametrize("run", [_start_check, _pre_stop], ids=["start-check", "pre-stop"])
@@ -95,6 +101,37 @@ def test_a_new_volume_and_a_standby_are_left_as_they_are(tmp_path, run):
     (tmp_path / layout.STANDBY_SIGNAL).write_text("kept")
     run(tmp_path)
     assert (tmp_path / layout.STANDBY_SIGNAL).read_text() == "kept"
+
+
+def test_the_pre_stop_hook_holds_the_pooler_for_its_delay_after_the_standby_signal(tmp_path):
+    """Issue #24: the pooler serves on while DNS caches forget the pod's address (the sleep must come
+    before the hook's `exit 0`: a first try put it after, where it never ran)."""
+    (tmp_path / "PG_VERSION").write_text("17\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sleep").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/slept\n')
+    (bin_dir / "sleep").chmod(0o755)
+    for delay in ("6s", "1500ms", "0s"):
+        subprocess.run(_pre_stop_command(delay), env={"PGDATA": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin"},
+                       check=True, timeout=10)
+    assert (tmp_path / "slept").read_text().split() == ["6", "1.5"]  # 0s: no sleep at all
+    assert (tmp_path / layout.STANDBY_SIGNAL).is_file()
+
+
+@pytest.mark.parametrize("delay, grace", [("6s", 51), ("0s", 45), ("1500ms", 47), ("1m", 105)])
+def test_the_pods_grace_covers_the_pre_stop_delay(delay, grace):
+    """The kubelet counts the grace from the deletion, preStop included: multipooler's own bounded stop
+    (--onterm-timeout 30 s + --onclose-timeout 10 s, then pgctld) must still fit after the delay."""
+    pod = _render({"pools": {"default": {"multipooler": {"preStopDelay": delay}}}}).pools[0].pod(0)
+    assert pod["spec"]["terminationGracePeriodSeconds"] == grace
+
+
+@pytest.mark.parametrize("value, problem", [("61s", "at most 60s"), ("5", "pattern"), ("-1s", "pattern")])
+def test_a_pre_stop_delay_out_of_bounds_is_refused_by_name(value, problem):
+    with pytest.raises(model.SpecError) as refused:
+        model.load_spec(corpus.spec({"pools": {"default": {"multipooler": {"preStopDelay": value}}}}))
+    assert any(e.startswith("spec.pools.default.multipooler.preStopDelay") and problem in e
+               for e in refused.value.errors), refused.value.errors
 
 
 def _sidecar(pooler_dir: Path, *, version: bool, sentinel: bool = False) -> list[list[str]]:
