@@ -139,7 +139,7 @@ def _rolled_to(stack: MultigresStack, delay_s: Decimal) -> bool:
     pods = stack.pods()
     want = ["/bin/sh", "-c", pool_v0_1.pre_stop_script(delay_s)]
     return len(pods) == REPLICAS and all(
-        not facts.meta(pod).get("deletionTimestamp")
+        not facts.is_terminating(pod)
         and next(c for c in pod["spec"]["containers"] if c["name"] == "multipooler")["lifecycle"]["preStop"]["exec"][
             "command"] == want
         for pod in pods)
@@ -185,7 +185,9 @@ def main() -> None:
                    help="keep the working directory (every pod's log) after a run that ends well, to read a slow "
                         "round against the UTC start each round prints")
     args = p.parse_args()
-    spacing_s = args.spacing if args.spacing is not None else BUFFER_SPACING_S if args.failover_buffer else 0.0
+    spacing_s = args.spacing
+    if spacing_s is None:
+        spacing_s = BUFFER_SPACING_S if args.failover_buffer else 0.0
     if os.geteuid() != 0:
         raise SystemExit("bench.switchover: run as root (pods get network namespaces)")
     started = time.monotonic()
@@ -197,12 +199,11 @@ def main() -> None:
             shard = stack.sample_shard(replicas=REPLICAS)
             if args.failover_buffer:
                 shard["spec"]["multigateway"]["failoverBuffer"] = {"enabled": True}
+            pooler = shard["spec"]["pools"]["default"].setdefault("multipooler", {})
             if args.drain_grace:
-                pool = shard["spec"]["pools"]["default"]
-                pool.setdefault("multipooler", {})["connectionDrainGracePeriod"] = args.drain_grace
+                pooler["connectionDrainGracePeriod"] = args.drain_grace
             if args.recovery_cycle_interval:
                 shard["spec"]["multiorch"]["recoveryCycleInterval"] = args.recovery_cycle_interval
-            pooler = shard["spec"]["pools"]["default"].setdefault("multipooler", {})
             if args.pre_stop_delay:
                 pooler["preStopDelay"] = args.pre_stop_delay
             stack.apply_shard(shard)

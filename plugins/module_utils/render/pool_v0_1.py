@@ -196,15 +196,15 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
 # back at once. A new volume (no PG_VERSION) is left to initdb or the restore. Every v0.1.0 shard has
 # another pooler to elect: the spec refuses fewer than two (rule v0-1-durability-needs-a-standby).
 _MARK_STANDBY = f'test -e "$PGDATA/{layout.STANDBY_SIGNAL}" || : > "$PGDATA/{layout.STANDBY_SIGNAL}"'
-STANDBY_SIGNAL_SCRIPT = f'test -f "$PGDATA/PG_VERSION" && {{ {_MARK_STANDBY}; }}; exit 0'
+_MARK_STANDBY_IF_RAN = f'test -f "$PGDATA/PG_VERSION" && {{ {_MARK_STANDBY}; }}'
 
 
 def pre_stop_script(delay_s: Decimal) -> str:
     """multipooler's preStop: the standby signal, then the pool's preStopDelay (the pod serves on while
-    every DNS cache forgets its address; spec/model.py MultiPoolerSettings.pre_stop_delay says why)."""
-    if not delay_s:
-        return STANDBY_SIGNAL_SCRIPT
-    return STANDBY_SIGNAL_SCRIPT.removesuffix("exit 0") + f"sleep {delay_s.normalize():f}; exit 0"
+    every DNS cache forgets its address; spec/model.py MultiPoolerSettings.pre_stop_delay says why).
+    It always exits 0: a new volume has no signal to write, and a failed hook would only be an event."""
+    steps = [_MARK_STANDBY_IF_RAN, *([f"sleep {delay_s.normalize():f}"] if delay_s else []), "exit 0"]
+    return "; ".join(steps)
 
 
 def termination_grace_seconds(pool: Pool) -> int:

@@ -79,8 +79,8 @@ def _pre_stop_command(delay: str) -> list[str]:
     return pooler["lifecycle"]["preStop"]["exec"]["command"]
 
 
-def _pre_stop(pgdata: Path, delay: str = "0s") -> None:
-    subprocess.run(_pre_stop_command(delay), env={"PGDATA": str(pgdata), "PATH": "/usr/bin:/bin"}, check=True,
+def _pre_stop(pgdata: Path) -> None:
+    subprocess.run(_pre_stop_command("0s"), env={"PGDATA": str(pgdata), "PATH": "/usr/bin:/bin"}, check=True,
                    timeout=10)
 
 
