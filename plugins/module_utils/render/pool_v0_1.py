@@ -198,6 +198,16 @@ def _pgctld(ctx: ShardContext, pool: Pool) -> Manifest:
 _MARK_STANDBY = f'test -e "$PGDATA/{layout.STANDBY_SIGNAL}" || : > "$PGDATA/{layout.STANDBY_SIGNAL}"'
 _MARK_STANDBY_IF_RAN = f'test -f "$PGDATA/PG_VERSION" && {{ {_MARK_STANDBY}; }}'
 
+# v0.1.0's pgctld writes postgresql.conf (in PGDATA) once, at initdb, with `postgresConfig` appended,
+# and never again; a restore copies the primary's. So a `postgresConfig` set or edited later would roll
+# the pods and change nothing. The start check makes an initialised postgresql.conf end by including
+# the mounted overrides, so every PostgreSQL start reads the shard's current `postgresConfig`, after
+# what initdb wrote (`include_if_exists`: no file is mounted while it is unset). Added once.
+INCLUDE_OVERRIDES_LINE = f"include_if_exists = '{layout.PG_EXTRA_CONFIG_DIR}/{layout.PG_EXTRA_CONFIG_KEY}'"
+_INCLUDE_OVERRIDES = (f'conf="$PGDATA/postgresql.conf"; test ! -f "$conf" || grep -qxF "{INCLUDE_OVERRIDES_LINE}" '
+                      f'"$conf" || printf "\\n%s\\n" "{INCLUDE_OVERRIDES_LINE}" >> "$conf"')
+_ON_A_DATA_DIRECTORY_THAT_RAN = f"{_MARK_STANDBY}; {_INCLUDE_OVERRIDES}"
+
 
 def pre_stop_script(delay_s: Decimal) -> str:
     """multipooler's preStop: the standby signal, then the pool's preStopDelay (the pod serves on while
@@ -229,14 +239,15 @@ def _guard(ctx: ShardContext) -> BootstrapGuard:
 def _start_check(ctx: ShardContext, pool: Pool, guard: BootstrapGuard) -> Manifest:
     """The one init container before PostgreSQL, both cases in one so the kubelet starts one process
     (each init container costs a pod start a PLEG listing, up to 1 s on a real node): on a data
-    directory that ran before, it writes the standby signal (above); on an empty one, a pod whose
-    ANN_BOOTSTRAP is not initdb starts only when the repository (a filesystem one mounted read-only;
-    S3 with the pods' own credentials) lists a backup to restore, and nothing is written."""
+    directory that ran before, it writes the standby signal and includes the overrides (above); on an
+    empty one, a pod whose ANN_BOOTSTRAP is not initdb starts only when the repository (a filesystem
+    one mounted read-only; S3 with the pods' own credentials) lists a backup to restore, and nothing
+    is written."""
     return {
         "name": keys.REPOSITORY_CHECK_CONTAINER,
         "image": ctx.images.postgres,
         "imagePullPolicy": ctx.spec.images.image_pull_policy,
-        "command": ["/bin/sh", "-c", bootstrap.check_script(guard, initialised=_MARK_STANDBY)],
+        "command": ["/bin/sh", "-c", bootstrap.check_script(guard, initialised=_ON_A_DATA_DIRECTORY_THAT_RAN)],
         "env": [{"name": "PGDATA", "value": layout.PGDATA},
                 field_env(bootstrap.ENV_BOOTSTRAP, f"metadata.annotations['{keys.ANN_BOOTSTRAP}']"),
                 *s3_env(ctx)],

@@ -103,6 +103,29 @@ def test_a_new_volume_and_a_standby_are_left_as_they_are(tmp_path, run):
     assert (tmp_path / layout.STANDBY_SIGNAL).read_text() == "kept"
 
 
+def test_the_start_check_includes_the_current_postgres_config_once_after_what_initdb_wrote(tmp_path):
+    """v0.1.0's pgctld writes postgresql.conf only at initdb: the include makes every start read the
+    shard's current postgresConfig (the ConfigMap pgctld mounts), after the template and initdb's copy."""
+    (tmp_path / "PG_VERSION").write_text("17\n")
+    conf = tmp_path / "postgresql.conf"
+    conf.write_text("archive_timeout = '10s'")  # no newline at the end: the include gets a line of its own
+    _start_check(tmp_path)
+    _start_check(tmp_path)
+    lines = conf.read_text().splitlines()
+    assert lines[0] == "archive_timeout = '10s'" and lines[-1] == pool_v0_1.INCLUDE_OVERRIDES_LINE
+    assert lines.count(pool_v0_1.INCLUDE_OVERRIDES_LINE) == 1
+    pgctld = _container(_render({"postgresConfig": {"archive_timeout": "60s"}}).pools[0].pod(0)["spec"], "postgres")
+    mount = next(m for m in pgctld["volumeMounts"] if m["name"] == layout.VOL_PG_EXTRA_CONFIG)
+    included = f"{mount['mountPath']}/{layout.PG_EXTRA_CONFIG_KEY}"
+    assert f"include_if_exists = '{included}'" == pool_v0_1.INCLUDE_OVERRIDES_LINE
+
+
+def test_the_start_check_adds_no_postgresql_conf_where_none_is(tmp_path):
+    (tmp_path / "PG_VERSION").write_text("17\n")
+    _start_check(tmp_path)
+    assert not (tmp_path / "postgresql.conf").exists()
+
+
 def test_the_pre_stop_hook_holds_the_pooler_for_its_delay_after_the_standby_signal(tmp_path):
     """Issue #24: the pooler serves on while DNS caches forget the pod's address (the sleep must come
     before the hook's `exit 0`: a first try put it after, where it never ran)."""
