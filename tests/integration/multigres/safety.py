@@ -380,6 +380,17 @@ def assert_out_of_sync_set_when_deleted(watched: Watched, names: dict[str, str],
         assert "ready-for-deletion" in watched.timeline.drain_states(uid)
 
 
+def setting_on_every_pod(stack: MultigresStack, name: str) -> dict[str, str]:
+    """`SHOW name` on every pool pod's PostgreSQL, by pod."""
+    found = {}
+    for member in stack.members():
+        with psycopg.connect(stack.dsn(member.ip, SHARD), connect_timeout=3, autocommit=True) as conn:
+            row = conn.execute(f"SHOW {name}").fetchone()
+        assert row is not None
+        found[member.pod] = str(row[0])
+    return found
+
+
 def assert_nothing_lost(watched: Watched, more: int = 50) -> None:
     """The load still flows, and every write PostgreSQL acknowledged is on the primary."""
     watched.load.wait_for_acks(more, timeout=180)

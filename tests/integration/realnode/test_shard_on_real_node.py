@@ -48,6 +48,7 @@ from tests.integration.multigres.safety import (
     restore_drill,
     roll_seconds,
     scale,
+    setting_on_every_pod,
     shard_cr,
     stop_restore_drills,
     uids,
@@ -60,6 +61,9 @@ CLONE = "copy"  # the clone's MultigresShard and clusterName
 pytestmark = [pytest.mark.realnode, pytest.mark.multigres, pytest.mark.cluster, STACK_TIMEOUT]
 
 
+CONFIGURED, CONFIGURED_AT_INITDB, CONFIGURED_LATER = "log_min_duration_statement", "10s", "5s"
+
+
 def _shard(stack: Any) -> dict[str, Any]:
     """The sample shard with spec.postgresConfig: its ConfigMap volume must mount under runc (it once
     sat inside the read-only pg_hba volume, where no mount point can be made). A 2-core node with five
@@ -67,7 +71,7 @@ def _shard(stack: Any) -> dict[str, Any]:
     failed over") sets a longer failover grace for: twice, multiorch failed the healthy primary over
     mid-story with Multigres' 4 s (docs/reliability.md, findings). Planned handovers do not wait for it."""
     doc: dict[str, Any] = stack.sample_shard(replicas=3)
-    doc["spec"]["postgresConfig"] = {"log_min_duration_statement": "10s"}
+    doc["spec"]["postgresConfig"] = {CONFIGURED: CONFIGURED_AT_INITDB}
     doc["spec"].setdefault("multiorch", {})["failoverGracePeriod"] = "20s"
     return doc
 
@@ -399,7 +403,15 @@ def test_scale_up_down_roll_and_kubectl_delete_lose_nothing(watched: Watched) ->
     before_roll, primary = uids(stack), stack.primary()
     assert primary is not None
     primary_uid = next(uid for uid, name in before_roll.items() if name == primary.pod)
-    generation = apply(stack, lambda spec: spec.setdefault("logLevels", {}).update(multipooler="debug"))
+    # The roll also edits postgresConfig: v0.1.0 wrote the first value into postgresql.conf at initdb and
+    # never rewrites it; each restarted PostgreSQL reads the new one through the start check's include.
+    assert set(setting_on_every_pod(stack, CONFIGURED).values()) == {CONFIGURED_AT_INITDB}
+
+    def roll(spec: dict[str, Any]) -> None:
+        spec.setdefault("logLevels", {}).update(multipooler="debug")
+        spec["postgresConfig"][CONFIGURED] = CONFIGURED_LATER
+
+    generation = apply(stack, roll)
     wait_converged(stack, generation)
     # The old primary comes back on its volume in recovery (repository-check writes standby.signal, issue
     # #24): never a second writable server, so the shard converges instead of waiting on multiorch's demotion.
@@ -407,6 +419,7 @@ def test_scale_up_down_roll_and_kubectl_delete_lose_nothing(watched: Watched) ->
     names.update(app_names(stack))
     seen.update(uids(stack))
     rolled = assert_replaced_one_at_a_time_primary_last(watched, before_roll, primary_uid)
+    assert set(setting_on_every_pod(stack, CONFIGURED).values()) == {CONFIGURED_LATER}
     assert_primary_handed_over(stack, primary.pod)
     for name, phases in replacement_phases(watched, before_roll).items():
         note(f"real node: replacing {name}, seconds after its drain request", phases)

@@ -56,6 +56,7 @@ from ..safety import (
     note,
     patch_shard,
     scale,
+    setting_on_every_pod,
     shard_cr,
     uids,
 )
@@ -503,17 +504,6 @@ def test_a_standby_promoted_by_hand_is_kept_unready_until_replaced(watched: Watc
     assert_nothing_lost(watched)
 
 
-def _setting_on_every_pod(stack: MultigresStack, name: str) -> dict[str, str]:
-    """`SHOW name` on every pool pod's PostgreSQL, by pod."""
-    found = {}
-    for member in stack.members():
-        with psycopg.connect(stack.dsn(member.ip, SHARD), connect_timeout=3, autocommit=True) as conn:
-            row = conn.execute(f"SHOW {name}").fetchone()
-        assert row is not None
-        found[member.pod] = str(row[0])
-    return found
-
-
 def test_a_postgres_config_set_on_a_live_shard_reaches_every_postgresql(watched: Watched) -> None:
     """v0.1.0's pgctld writes postgresql.conf once, at initdb: a `postgresConfig` set on a running shard
     rolls its pods, and only the start check's include (render/pool_v0_1.py) makes each restarted
@@ -521,11 +511,11 @@ def test_a_postgres_config_set_on_a_live_shard_reaches_every_postgresql(watched:
     write load, nothing lost."""
     stack = watched.stack
     setting, value = "wal_retrieve_retry_interval", "1s"
-    before = _setting_on_every_pod(stack, setting)
+    before = setting_on_every_pod(stack, setting)
     assert set(before.values()) == {"5s"}, before  # PostgreSQL's default
     generation = apply(stack, lambda spec: spec.update(postgresConfig={setting: value}))
     converge(stack, generation, replicas=3, timeout=600)
-    wait_for(lambda: _setting_on_every_pod(stack, setting) == dict.fromkeys(before, value), 300,
+    wait_for(lambda: setting_on_every_pod(stack, setting) == dict.fromkeys(before, value), 300,
              f"{setting} = {value} on every pod", interval=2,
-             last_seen=lambda: str(_setting_on_every_pod(stack, setting)))
+             last_seen=lambda: str(setting_on_every_pod(stack, setting)))
     assert_nothing_lost(watched)
