@@ -407,11 +407,6 @@ def _remove_timelines_after(stack: MultigresStack, timeline: int) -> list[str]:
 STRAY_TIMELINE_FATAL = "does not contain minimum recovery point"
 
 
-def _uid(watched: Watched, name: str) -> str | None:
-    pod = next((p for p in watched.stack.pods() if facts.name(p) == name), None)
-    return pod["metadata"]["uid"] if pod else None
-
-
 def _postgres_log_tail(stack: MultigresStack, pod: str) -> str:
     """The last FATAL of the pod's PostgreSQL, from its log on the data PVC's host directory."""
     assert stack.kubelet is not None
@@ -463,13 +458,13 @@ def test_a_standby_promoted_by_hand_is_kept_unready_until_replaced(watched: Watc
     # the rewind kept its history file in pg_wal), and recovery follows the newest timeline it finds.
     # The runbook (docs/operations.md) holds on both paths: recreate, remove the stray timeline from
     # the repository, decommission.
-    uid = _pod(watched, victim)["metadata"]["uid"]
+    uid = facts.uid(_pod(watched, victim))
     kube = stack.kube()
     try:
         kube.delete("v1", "Pod", stack.namespace, victim)
     finally:
         kube.close()
-    wait_for(lambda: _uid(watched, victim) not in (None, uid), 180, f"{victim} recreated", interval=1)
+    wait_for(functools.partial(_recreated, watched, victim, uid), 180, f"{victim} recreated", interval=1)
 
     def back() -> str | None:
         if _gate(watched, victim).get("reason") == keys.RecoveryGateReason.STANDBY and _in_recovery(watched, victim):
